@@ -1,0 +1,447 @@
+package proto
+
+import "strings"
+
+// Flag is a property of a command, named as Redis's COMMAND INFO names it.
+type Flag uint32
+
+// Command flags. Write and ReadOnly decide how the server routes a command;
+// NoAuth marks commands allowed before AUTH; the others are reported by
+// COMMAND INFO as Redis reports them.
+const (
+	Write Flag = 1 << iota
+	ReadOnly
+	DenyOOM
+	Admin
+	NoScript
+	Loading
+	Stale
+	Fast
+	NoAuth
+	AllowBusy
+	SkipSlowlog
+)
+
+var flagNames = []string{"write", "readonly", "denyoom", "admin", "noscript", "loading", "stale", "fast", "no_auth", "allow_busy", "skip_slowlog"}
+
+// Names lists the flags set in f, in Redis's order.
+func (f Flag) Names() []string {
+	var out []string
+	for i, n := range flagNames {
+		if f&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Spec describes one command: what COMMAND INFO and COMMAND DOCS report
+// and what the server needs to route and check a call.
+type Spec struct {
+	// Name is the lower-case command name ("setbit"), or for a subcommand
+	// its lower-case name without the parent ("encoding").
+	Name string
+	// Arity is Redis's arity: the exact argument count including the name
+	// when positive, the minimum when negative.
+	Arity int
+	// Flags are the command's properties.
+	Flags Flag
+	// FirstKey, LastKey and Step locate the key arguments (LastKey -1: up
+	// to the last argument), as in COMMAND INFO.
+	FirstKey, LastKey, Step int
+	// Group, Since, Summary and Complexity are the COMMAND DOCS fields.
+	Group, Since, Summary, Complexity string
+	// Syntax is the argument synopsis as Redis's documentation writes it,
+	// e.g. "key [start end [BYTE | BIT]]"; COMMAND DOCS derives the
+	// argument list from it.
+	Syntax string
+	// Subcommands of a container command such as CLIENT or CONFIG.
+	Subcommands []*Spec
+	// Parent is the container of a subcommand, nil otherwise.
+	Parent *Spec
+	// ID is the index of a top-level command in Commands.
+	ID int
+}
+
+// FullName is "name" for a command and "parent|name" for a subcommand.
+func (s *Spec) FullName() string {
+	if s.Parent != nil {
+		return s.Parent.Name + "|" + s.Name
+	}
+	return s.Name
+}
+
+// CheckArity reports whether argc arguments (the name included) fit.
+func (s *Spec) CheckArity(argc int) bool {
+	if s.Arity >= 0 {
+		return argc == s.Arity
+	}
+	return argc >= -s.Arity
+}
+
+// Sub finds the subcommand named by name, ignoring case, or nil.
+func (s *Spec) Sub(name []byte) *Spec {
+	for _, c := range s.Subcommands {
+		if strings.EqualFold(c.Name, string(name)) {
+			return c
+		}
+	}
+	return nil
+}
+
+// Commands is the command table, in the order COMMAND lists it.
+var Commands = table
+
+var byName = func() map[string]*Spec {
+	m := make(map[string]*Spec, len(table))
+	for i, c := range table {
+		c.ID = i
+		m[c.Name] = c
+		for _, s := range c.Subcommands {
+			s.Parent = c
+			s.Group, s.Since, s.Complexity = c.Group, c.Since, c.Complexity
+		}
+	}
+	return m
+}()
+
+// Lookup finds a command by name, ignoring case, without allocating for
+// names of ordinary length.
+func Lookup(name []byte) *Spec {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return byName[strings.ToLower(string(name))]
+	}
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return byName[string(buf[:len(name)])]
+}
+
+var table = []*Spec{
+	{Name: "setbit", Arity: 4, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "2.2.0",
+		Summary:    "Sets or clears the bit at offset in the string value stored at key",
+		Complexity: "O(1)",
+		Syntax:     "key offset value"},
+	{Name: "getbit", Arity: 3, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "2.2.0",
+		Summary:    "Returns the bit value at offset in the string value stored at key",
+		Complexity: "O(1)",
+		Syntax:     "key offset"},
+	{Name: "bitcount", Arity: -2, Flags: ReadOnly, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "2.6.0",
+		Summary:    "Count set bits in a string",
+		Complexity: "O(N)",
+		Syntax:     "key [start end [BYTE | BIT]]"},
+	{Name: "bitpos", Arity: -3, Flags: ReadOnly, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "2.8.7",
+		Summary:    "Find first bit set or clear in a string",
+		Complexity: "O(N)",
+		Syntax:     "key bit [start [end [BYTE | BIT]]]"},
+	{Name: "bitop", Arity: -4, Flags: Write | DenyOOM, FirstKey: 2, LastKey: -1, Step: 1, Group: "bitmap", Since: "2.6.0",
+		Summary:    "Perform bitwise operations between strings",
+		Complexity: "O(N)",
+		Syntax:     "operation destkey key [key ...]"},
+	{Name: "bitfield", Arity: -2, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "3.2.0",
+		Summary:    "Perform arbitrary bitfield integer operations on strings",
+		Complexity: "O(1) for each subcommand specified",
+		Syntax:     "key [GET encoding offset | [OVERFLOW WRAP | SAT | FAIL] SET encoding offset value | [OVERFLOW WRAP | SAT | FAIL] INCRBY encoding offset increment ...]"},
+	{Name: "bitfield_ro", Arity: -2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "6.0.0",
+		Summary:    "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD",
+		Complexity: "O(1) for each subcommand specified",
+		Syntax:     "key [GET encoding offset ...]"},
+	{Name: "get", Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
+		Summary:    "Get the value of a key",
+		Complexity: "O(1)",
+		Syntax:     "key"},
+	{Name: "set", Arity: -3, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
+		Summary:    "Set the string value of a key",
+		Complexity: "O(1)",
+		Syntax:     "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]"},
+	{Name: "setex", Arity: 4, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "2.0.0",
+		Summary:    "Set the value and expiration of a key",
+		Complexity: "O(1)",
+		Syntax:     "key seconds value"},
+	{Name: "psetex", Arity: 4, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "2.6.0",
+		Summary:    "Set the value and expiration in milliseconds of a key",
+		Complexity: "O(1)",
+		Syntax:     "key milliseconds value"},
+	{Name: "getex", Arity: -2, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "6.2.0",
+		Summary:    "Get the value of a key and optionally set its expiration",
+		Complexity: "O(1)",
+		Syntax:     "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]"},
+	{Name: "getdel", Arity: 2, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "6.2.0",
+		Summary:    "Get the value of a key and delete the key",
+		Complexity: "O(1)",
+		Syntax:     "key"},
+	{Name: "mget", Arity: -2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: -1, Step: 1, Group: "string", Since: "1.0.0",
+		Summary:    "Get the values of all the given keys",
+		Complexity: "O(N) where N is the number of keys to retrieve.",
+		Syntax:     "key [key ...]"},
+	{Name: "mset", Arity: -3, Flags: Write | DenyOOM, FirstKey: 1, LastKey: -1, Step: 2, Group: "string", Since: "1.0.1",
+		Summary:    "Set multiple keys to multiple values",
+		Complexity: "O(N) where N is the number of keys to set.",
+		Syntax:     "key value [key value ...]"},
+	{Name: "msetnx", Arity: -3, Flags: Write | DenyOOM, FirstKey: 1, LastKey: -1, Step: 2, Group: "string", Since: "1.0.1",
+		Summary:    "Set multiple keys to multiple values, only if none of the keys exist",
+		Complexity: "O(N) where N is the number of keys to set.",
+		Syntax:     "key value [key value ...]"},
+	{Name: "setnx", Arity: 3, Flags: Write | DenyOOM | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
+		Summary:    "Set the value of a key, only if the key does not exist",
+		Complexity: "O(1)",
+		Syntax:     "key value"},
+	{Name: "getset", Arity: 3, Flags: Write | DenyOOM | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
+		Summary:    "Set the string value of a key and return its old value",
+		Complexity: "O(1)",
+		Syntax:     "key value"},
+	{Name: "append", Arity: 3, Flags: Write | DenyOOM | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "2.0.0",
+		Summary:    "Append a value to a key",
+		Complexity: "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.",
+		Syntax:     "key value"},
+	{Name: "strlen", Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "2.2.0",
+		Summary:    "Get the length of the value stored in a key",
+		Complexity: "O(1)",
+		Syntax:     "key"},
+	{Name: "getrange", Arity: 4, Flags: ReadOnly, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "2.4.0",
+		Summary:    "Get a substring of the string stored at a key",
+		Complexity: "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",
+		Syntax:     "key start end"},
+	{Name: "substr", Arity: 4, Flags: ReadOnly, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
+		Summary:    "Get a substring of the string stored at a key",
+		Complexity: "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",
+		Syntax:     "key start end"},
+	{Name: "setrange", Arity: 4, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "2.2.0",
+		Summary:    "Overwrite part of a string at key starting at the specified offset",
+		Complexity: "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.",
+		Syntax:     "key offset value"},
+	{Name: "incr", Arity: 2, Flags: Write | DenyOOM | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
+		Summary:    "Increment the integer value of a key by one",
+		Complexity: "O(1)",
+		Syntax:     "key"},
+	{Name: "incrby", Arity: 3, Flags: Write | DenyOOM | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
+		Summary:    "Increment the integer value of a key by the given amount",
+		Complexity: "O(1)",
+		Syntax:     "key increment"},
+	{Name: "decr", Arity: 2, Flags: Write | DenyOOM | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
+		Summary:    "Decrement the integer value of a key by one",
+		Complexity: "O(1)",
+		Syntax:     "key"},
+	{Name: "decrby", Arity: 3, Flags: Write | DenyOOM | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
+		Summary:    "Decrement the integer value of a key by the given number",
+		Complexity: "O(1)",
+		Syntax:     "key decrement"},
+	{Name: "del", Arity: -2, Flags: Write, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "1.0.0",
+		Summary:    "Delete a key",
+		Complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
+		Syntax:     "key [key ...]"},
+	{Name: "unlink", Arity: -2, Flags: Write | Fast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "4.0.0",
+		Summary:    "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
+		Complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
+		Syntax:     "key [key ...]"},
+	{Name: "exists", Arity: -2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "1.0.0",
+		Summary:    "Determine if a key exists",
+		Complexity: "O(N) where N is the number of keys to check.",
+		Syntax:     "key [key ...]"},
+	{Name: "type", Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "1.0.0",
+		Summary:    "Determine the type stored at key",
+		Complexity: "O(1)",
+		Syntax:     "key"},
+	{Name: "keys", Arity: 2, Flags: ReadOnly, Group: "generic", Since: "1.0.0",
+		Summary:    "Find all keys matching the given pattern",
+		Complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
+		Syntax:     "pattern"},
+	{Name: "scan", Arity: -2, Flags: ReadOnly, Group: "generic", Since: "2.8.0",
+		Summary:    "Incrementally iterate the keys space",
+		Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+		Syntax:     "cursor [MATCH pattern] [COUNT count] [TYPE type]"},
+	{Name: "dbsize", Arity: 1, Flags: ReadOnly | Fast, Group: "server", Since: "1.0.0",
+		Summary:    "Return the number of keys in the selected database",
+		Complexity: "O(1)",
+		Syntax:     ""},
+	{Name: "randomkey", Arity: 1, Flags: ReadOnly, Group: "generic", Since: "1.0.0",
+		Summary:    "Return a random key from the keyspace",
+		Complexity: "O(1)",
+		Syntax:     ""},
+	{Name: "rename", Arity: 3, Flags: Write, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "1.0.0",
+		Summary:    "Rename a key",
+		Complexity: "O(1)",
+		Syntax:     "key newkey"},
+	{Name: "renamenx", Arity: 3, Flags: Write | Fast, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "1.0.0",
+		Summary:    "Rename a key, only if the new key does not exist",
+		Complexity: "O(1)",
+		Syntax:     "key newkey"},
+	{Name: "copy", Arity: -3, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "6.2.0",
+		Summary:    "Copy a key",
+		Complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+		Syntax:     "source destination [DB destination-db] [REPLACE]"},
+	{Name: "move", Arity: 3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "1.0.0",
+		Summary:    "Move a key to another database",
+		Complexity: "O(1)",
+		Syntax:     "key db"},
+	{Name: "expire", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "1.0.0",
+		Summary:    "Set a key's time to live in seconds",
+		Complexity: "O(1)",
+		Syntax:     "key seconds [NX | XX | GT | LT]"},
+	{Name: "pexpire", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "2.6.0",
+		Summary:    "Set a key's time to live in milliseconds",
+		Complexity: "O(1)",
+		Syntax:     "key milliseconds [NX | XX | GT | LT]"},
+	{Name: "expireat", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "1.2.0",
+		Summary:    "Set the expiration for a key as a UNIX timestamp",
+		Complexity: "O(1)",
+		Syntax:     "key unix-time-seconds [NX | XX | GT | LT]"},
+	{Name: "pexpireat", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "2.6.0",
+		Summary:    "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
+		Complexity: "O(1)",
+		Syntax:     "key unix-time-milliseconds [NX | XX | GT | LT]"},
+	{Name: "ttl", Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "1.0.0",
+		Summary:    "Get the time to live for a key in seconds",
+		Complexity: "O(1)",
+		Syntax:     "key"},
+	{Name: "pttl", Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "2.6.0",
+		Summary:    "Get the time to live for a key in milliseconds",
+		Complexity: "O(1)",
+		Syntax:     "key"},
+	{Name: "expiretime", Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "7.0.0",
+		Summary:    "Get the expiration Unix timestamp for a key",
+		Complexity: "O(1)",
+		Syntax:     "key"},
+	{Name: "pexpiretime", Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "7.0.0",
+		Summary:    "Get the expiration Unix timestamp for a key in milliseconds",
+		Complexity: "O(1)",
+		Syntax:     "key"},
+	{Name: "persist", Arity: 2, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "2.2.0",
+		Summary:    "Remove the expiration from a key",
+		Complexity: "O(1)",
+		Syntax:     "key"},
+	{Name: "touch", Arity: -2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "3.2.1",
+		Summary:    "Alters the last access time of a key(s). Returns the number of existing keys specified.",
+		Complexity: "O(N) where N is the number of keys that will be touched.",
+		Syntax:     "key [key ...]"},
+	{Name: "object", Arity: -2, Group: "generic", Since: "2.2.3",
+		Summary:    "A container for object introspection commands",
+		Complexity: "Depends on subcommand.",
+
+		Subcommands: []*Spec{
+			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "idletime", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Get the time since a Redis object was last accessed", Syntax: "key"},
+			{Name: "freq", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Get the logarithmic access frequency counter of a Redis object", Syntax: "key"},
+			{Name: "encoding", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Inspect the internal encoding of a Redis object", Syntax: "key"},
+			{Name: "refcount", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Get the number of references to the value of the key", Syntax: "key"},
+		}},
+	{Name: "flushdb", Arity: -1, Flags: Write, Group: "server", Since: "1.0.0",
+		Summary:    "Remove all keys from the current database",
+		Complexity: "O(N) where N is the number of keys in the selected database",
+		Syntax:     "[ASYNC | SYNC]"},
+	{Name: "flushall", Arity: -1, Flags: Write, Group: "server", Since: "1.0.0",
+		Summary:    "Remove all keys from all databases",
+		Complexity: "O(N) where N is the total number of keys in all databases",
+		Syntax:     "[ASYNC | SYNC]"},
+	{Name: "swapdb", Arity: 3, Flags: Write | Fast, Group: "server", Since: "4.0.0",
+		Summary:    "Swaps two Redis databases",
+		Complexity: "O(N) where N is the count of clients watching or blocking on keys from both databases.",
+		Syntax:     "index1 index2"},
+	{Name: "ping", Arity: -1, Flags: Fast, Group: "connection", Since: "1.0.0",
+		Summary:    "Ping the server",
+		Complexity: "O(1)",
+		Syntax:     "[message]"},
+	{Name: "echo", Arity: 2, Flags: Loading | Stale | Fast, Group: "connection", Since: "1.0.0",
+		Summary:    "Echo the given string",
+		Complexity: "O(1)",
+		Syntax:     "message"},
+	{Name: "quit", Arity: -1, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Group: "connection", Since: "1.0.0",
+		Summary:    "Close the connection",
+		Complexity: "O(1)",
+		Syntax:     ""},
+	{Name: "reset", Arity: 1, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Group: "connection", Since: "6.2.0",
+		Summary:    "Reset the connection",
+		Complexity: "O(1)",
+		Syntax:     ""},
+	{Name: "auth", Arity: -2, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Group: "connection", Since: "1.0.0",
+		Summary:    "Authenticate to the server",
+		Complexity: "O(N) where N is the number of passwords defined for the user",
+		Syntax:     "[username] password"},
+	{Name: "hello", Arity: -1, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Group: "connection", Since: "6.0.0",
+		Summary:    "Handshake with Redis",
+		Complexity: "O(1)",
+		Syntax:     "[protover [AUTH username password] [SETNAME clientname]]"},
+	{Name: "client", Arity: -2, Group: "connection", Since: "2.4.0",
+		Summary:    "A container for client connection commands",
+		Complexity: "Depends on subcommand.",
+
+		Subcommands: []*Spec{
+			{Name: "id", Arity: 2, Flags: NoScript | Loading | Stale, Summary: "Returns the client ID for the current connection"},
+			{Name: "getname", Arity: 2, Flags: NoScript | Loading | Stale, Summary: "Get the current connection name"},
+			{Name: "setname", Arity: 3, Flags: NoScript | Loading | Stale, Summary: "Set the current connection name", Syntax: "connection-name"},
+			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "info", Arity: 2, Flags: NoScript | Loading | Stale, Summary: "Returns information about the current client connection."},
+			{Name: "setinfo", Arity: 4, Flags: NoScript | Loading | Stale, Summary: "Set client or connection specific info", Syntax: "LIB-NAME libname | LIB-VER libver"},
+			{Name: "list", Arity: -2, Flags: Admin | NoScript | Loading | Stale, Summary: "Get the list of client connections", Syntax: "[TYPE NORMAL | MASTER | REPLICA | PUBSUB] [ID client-id [client-id ...]]"},
+		}},
+	{Name: "select", Arity: 2, Flags: Loading | Stale | Fast, Group: "connection", Since: "1.0.0",
+		Summary:    "Change the selected database for the current connection",
+		Complexity: "O(1)",
+		Syntax:     "index"},
+	{Name: "command", Arity: -1, Flags: Loading | Stale, Group: "server", Since: "2.8.13",
+		Summary:    "Get array of Redis command details",
+		Complexity: "O(N) where N is the total number of Redis commands",
+
+		Subcommands: []*Spec{
+			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "count", Arity: 2, Flags: Loading | Stale, Summary: "Get total number of Redis commands"},
+			{Name: "docs", Arity: -2, Flags: Loading | Stale, Summary: "Get array of specific Redis command documentation", Syntax: "[command-name [command-name ...]]"},
+			{Name: "info", Arity: -2, Flags: Loading | Stale, Summary: "Get array of specific Redis command details, or all when no argument is given.", Syntax: "[command-name [command-name ...]]"},
+			{Name: "list", Arity: -2, Flags: Loading | Stale, Summary: "Get an array of Redis command names", Syntax: "[FILTERBY MODULE module-name | ACLCAT category | PATTERN pattern]"},
+		}},
+	{Name: "config", Arity: -2, Group: "server", Since: "2.0.0",
+		Summary:    "A container for server configuration commands",
+		Complexity: "Depends on subcommand.",
+
+		Subcommands: []*Spec{
+			{Name: "resetstat", Arity: 2, Flags: Admin | NoScript | Loading | Stale, Summary: "Reset the stats returned by INFO"},
+			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "get", Arity: -3, Flags: Admin | NoScript | Loading | Stale, Summary: "Get the values of configuration parameters", Syntax: "parameter [parameter ...]"},
+			{Name: "set", Arity: -4, Flags: Admin | NoScript | Loading | Stale, Summary: "Set configuration parameters to the given values", Syntax: "parameter value [parameter value ...]"},
+		}},
+	{Name: "info", Arity: -1, Flags: Loading | Stale, Group: "server", Since: "1.0.0",
+		Summary:    "Get information and statistics about the server",
+		Complexity: "O(1)",
+		Syntax:     "[section [section ...]]"},
+	{Name: "time", Arity: 1, Flags: Loading | Stale | Fast, Group: "server", Since: "2.6.0",
+		Summary:    "Return the current server time",
+		Complexity: "O(1)",
+		Syntax:     ""},
+	{Name: "multi", Arity: 1, Flags: NoScript | Loading | Stale | Fast | AllowBusy, Group: "transactions", Since: "1.2.0",
+		Summary:    "Mark the start of a transaction block",
+		Complexity: "O(1)",
+		Syntax:     ""},
+	{Name: "exec", Arity: 1, Flags: NoScript | Loading | Stale | SkipSlowlog, Group: "transactions", Since: "1.2.0",
+		Summary:    "Execute all commands issued after MULTI",
+		Complexity: "Depends on commands in the transaction",
+		Syntax:     ""},
+	{Name: "discard", Arity: 1, Flags: NoScript | Loading | Stale | Fast | AllowBusy, Group: "transactions", Since: "2.0.0",
+		Summary:    "Discard all commands issued after MULTI",
+		Complexity: "O(N), when N is the number of queued commands",
+		Syntax:     ""},
+	{Name: "function", Arity: -2, Group: "scripting", Since: "7.0.0",
+		Summary:    "A container for function commands",
+		Complexity: "Depends on subcommand.",
+
+		Subcommands: []*Spec{
+			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "flush", Arity: -2, Flags: Write | NoScript, Summary: "Deleting all functions", Syntax: "[ASYNC | SYNC]"},
+		}},
+	{Name: "debug", Arity: -2, Flags: Admin | NoScript | Loading | Stale, Group: "server", Since: "1.0.0",
+		Summary:    "A container for debugging commands",
+		Complexity: "Depends on subcommand.",
+		Syntax:     ""},
+	{Name: "memory", Arity: -2, Group: "server", Since: "4.0.0",
+		Summary:    "A container for memory diagnostics commands",
+		Complexity: "Depends on subcommand.",
+
+		Subcommands: []*Spec{
+			{Name: "purge", Arity: 2, Summary: "Ask the allocator to release memory"},
+			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "usage", Arity: -3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Estimate the memory usage of a key", Syntax: "key [SAMPLES count]"},
+		}},
+}

@@ -1,0 +1,75 @@
+package proto
+
+// Redis's error replies, word for word. Commands reply with these texts so
+// that clients which match on them (and the differential tests) see what
+// redis-server sends.
+const (
+	ErrSyntax         = "ERR syntax error"
+	ErrNotInteger     = "ERR value is not an integer or out of range"
+	ErrNotFloat       = "ERR value is not a valid float"
+	ErrOverflow       = "ERR increment or decrement would overflow"
+	ErrBitOffset      = "ERR bit offset is not an integer or out of range"
+	ErrBitValue       = "ERR bit is not an integer or out of range"
+	ErrNoSuchKey      = "ERR no such key"
+	ErrIndexRange     = "ERR index out of range"
+	ErrDBIndex        = "ERR DB index is out of range"
+	ErrInvalidDBIndex = "ERR invalid DB index"
+	ErrSameObject     = "ERR source and destination objects are the same"
+	ErrStringTooLong  = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	ErrWrongType      = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	ErrNoAuth         = "NOAUTH Authentication required."
+	ErrWrongPass      = "WRONGPASS invalid username-password pair or user is disabled."
+	ErrNoPassword     = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	ErrNoProto        = "NOPROTO unsupported protocol version"
+	ErrNestedMulti    = "ERR MULTI calls can not be nested"
+	ErrExecNoMulti    = "ERR EXEC without MULTI"
+	ErrDiscardNoMulti = "ERR DISCARD without MULTI"
+	ErrExecAbort      = "EXECABORT Transaction discarded because of previous errors."
+	ErrTimeout        = "ERR timeout is not an integer or out of range"
+	ErrCursor         = "ERR invalid cursor"
+	ErrPositive       = "ERR value is out of range, must be positive"
+)
+
+// ErrArity is the reply to a command called with the wrong number of
+// arguments.
+func ErrArity(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+// ErrInvalidExpire is the reply to an expire time that is out of range.
+func ErrInvalidExpire(name string) string {
+	return "ERR invalid expire time in '" + name + "' command"
+}
+
+// ErrUnknownCommand is Redis's reply to a command it does not know: the
+// name and the first arguments, each cut to 128 bytes in total, and with
+// line breaks turned into spaces.
+func ErrUnknownCommand(args [][]byte) string {
+	b := make([]byte, 0, 128)
+	for _, a := range args[1:] {
+		if len(b) >= 128 {
+			break
+		}
+		room := 128 - len(b)
+		if len(a) > room {
+			a = a[:room]
+		}
+		b = append(b, '\'')
+		b = append(b, a...)
+		b = append(b, '\'', ' ')
+	}
+	return "ERR unknown command '" + clip(args[0], 128) + "', with args beginning with: " + string(b)
+}
+
+// ErrUnknownSubcommand is Redis's reply to an unknown subcommand of a
+// container command such as CLIENT or CONFIG.
+func ErrUnknownSubcommand(sub []byte, cmd string) string {
+	return "ERR unknown subcommand '" + clip(sub, 128) + "'. Try " + cmd + " HELP."
+}
+
+func clip(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}

@@ -1,0 +1,53 @@
+package store
+
+import "github.com/presenced/presenced/proto"
+
+var bitmapCommands = map[string]handler{
+	"setbit": setbit,
+	"getbit": getbit,
+}
+
+// parseBitOffset parses a bit offset as Redis does: a non-negative
+// integer whose byte lies within proto-max-bulk-len.
+func parseBitOffset(b []byte) (uint64, bool) {
+	v, ok := proto.ParseInt(b)
+	if !ok || v < 0 || v>>3 >= MaxStringLen {
+		return 0, false
+	}
+	return uint64(v), true
+}
+
+func setbit(c *ctx, args [][]byte) {
+	off, ok := parseBitOffset(args[2])
+	if !ok {
+		c.w.Error(proto.ErrBitOffset)
+		return
+	}
+	on, ok := proto.ParseInt(args[3])
+	if !ok || on&^1 != 0 {
+		c.w.Error(proto.ErrBitValue)
+		return
+	}
+	e := c.get(args[1])
+	if e == nil {
+		e = c.put(args[1], value{})
+	}
+	if e.v.setBit(off, on == 1) {
+		c.w.Int(1)
+	} else {
+		c.w.Int(0)
+	}
+}
+
+func getbit(c *ctx, args [][]byte) {
+	off, ok := parseBitOffset(args[2])
+	if !ok {
+		c.w.Error(proto.ErrBitOffset)
+		return
+	}
+	if e := c.get(args[1]); e != nil && e.v.getBit(off) {
+		c.w.Int(1)
+	} else {
+		c.w.Int(0)
+	}
+}

@@ -1,0 +1,140 @@
+package store
+
+import "github.com/presenced/presenced/proto"
+
+// handler executes one command; args[0] is the command name. Handlers of
+// read-only commands must not change the store: they also run under the
+// read lock.
+type handler func(c *ctx, args [][]byte)
+
+// handlers maps command IDs (proto.Spec.ID) to their implementation.
+var handlers = func() []handler {
+	hs := make([]handler, len(proto.Commands))
+	for _, group := range []map[string]handler{bitmapCommands, stringCommands, keyCommands} {
+		for name, h := range group {
+			spec := proto.Lookup([]byte(name))
+			if spec == nil {
+				panic("store: no command table entry for " + name)
+			}
+			hs[spec.ID] = h
+		}
+	}
+	return hs
+}()
+
+// Handles reports whether the store executes the command; the server
+// handles the others (connection state, server introspection).
+func Handles(spec *proto.Spec) bool {
+	return spec.Parent == nil && handlers[spec.ID] != nil
+}
+
+// ctx is the state of one command's execution.
+type ctx struct {
+	s       *Store
+	db      *db
+	dbIndex int
+	now     int64 // unix ms
+	w       *proto.Writer
+	write   bool // under the write lock, applying at log time
+}
+
+func (c *ctx) exec(cmd Command) {
+	args := cmd.Args
+	if len(args) == 0 {
+		c.w.Error(proto.ErrSyntax)
+		return
+	}
+	spec := proto.Lookup(args[0])
+	if spec == nil || handlers[spec.ID] == nil {
+		c.w.Error(proto.ErrUnknownCommand(args))
+		return
+	}
+	if !spec.CheckArity(len(args)) {
+		c.w.Error(proto.ErrArity(spec.Name))
+		return
+	}
+	if cmd.DB < 0 || cmd.DB >= NumDBs {
+		c.w.Error(proto.ErrDBIndex)
+		return
+	}
+	if !c.write && spec.Flags&proto.Write != 0 {
+		c.w.Error("ERR store: write command '" + spec.Name + "' on the read path")
+		return
+	}
+	c.db, c.dbIndex = c.s.mu.dbs[cmd.DB], cmd.DB
+	handlers[spec.ID](c, args)
+}
+
+// alive reports whether e exists and its TTL has not passed. Redis counts
+// a key as expired once the clock is past its deadline.
+func (c *ctx) alive(e *entry) bool {
+	return e != nil && (e.expireAt == 0 || c.now <= e.expireAt)
+}
+
+// get returns the live entry of key in the current database, or nil.
+func (c *ctx) get(key []byte) *entry {
+	return c.getIn(c.db, key)
+}
+
+// getIn is get for any database. On the write path an expired entry found
+// on the way is removed, so that writes see a clean keyspace.
+func (c *ctx) getIn(d *db, key []byte) *entry {
+	e := d.keys[string(key)]
+	if e == nil || c.alive(e) {
+		return e
+	}
+	if c.write {
+		d.remove(e)
+		c.s.mu.stats.ExpiredKeys++
+	}
+	return nil
+}
+
+// put stores v under key in the current database, replacing any previous
+// entry and its TTL, and returns the new entry.
+func (c *ctx) put(key []byte, v value) *entry {
+	return c.putIn(c.dbIndex, string(key), v, 0)
+}
+
+// putIn stores v with deadline expireAt (0: none) under key in database i.
+func (c *ctx) putIn(i int, key string, v value, expireAt int64) *entry {
+	d := c.s.mu.dbs[i]
+	if old := d.keys[key]; old != nil {
+		d.remove(old)
+	}
+	e := &entry{key: key, v: v}
+	d.keys[key] = e
+	c.setExpireIn(i, e, expireAt)
+	return e
+}
+
+// del removes key from the current database and reports whether it was
+// there.
+func (c *ctx) del(key []byte) bool {
+	e := c.get(key)
+	if e == nil {
+		return false
+	}
+	c.db.remove(e)
+	return true
+}
+
+// setExpire sets e's deadline (0 removes it).
+func (c *ctx) setExpire(e *entry, at int64) {
+	c.setExpireIn(c.dbIndex, e, at)
+}
+
+func (c *ctx) setExpireIn(i int, e *entry, at int64) {
+	d := c.s.mu.dbs[i]
+	switch {
+	case e.expireAt == 0 && at != 0:
+		d.expiring++
+	case e.expireAt != 0 && at == 0:
+		d.expiring--
+	}
+	e.expireAt = at
+	c.s.scheduleLocked(i, e)
+}
+
+// keyspace returns database i, for commands that work across databases.
+func (c *ctx) dbAt(i int) *db { return c.s.mu.dbs[i] }

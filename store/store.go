@@ -1,0 +1,203 @@
+package store
+
+import (
+	"container/heap"
+	"sync"
+
+	"github.com/presenced/presenced/proto"
+)
+
+// NumDBs is the number of databases, as in Redis's default configuration.
+const NumDBs = 16
+
+// Command is one client command bound for the store: the database it was
+// issued in and its arguments, name first.
+type Command struct {
+	DB   int
+	Args [][]byte
+}
+
+// Replies collects the RESP replies of a batch: the encoded bytes, and the
+// end offset in them of each command's reply.
+type Replies struct {
+	proto.Writer
+	Ends []int
+}
+
+// Reply returns the encoded reply of command i.
+func (r *Replies) Reply(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = r.Ends[i-1]
+	}
+	return r.B[start:r.Ends[i]]
+}
+
+// Reset empties r, keeping its buffers.
+func (r *Replies) Reset() {
+	r.Writer.Reset()
+	r.Ends = r.Ends[:0]
+}
+
+// Stats are counters the server reports in INFO.
+type Stats struct {
+	// ExpiredKeys counts keys removed because their TTL passed.
+	ExpiredKeys int64
+}
+
+// Store is the keyspace. It is safe for concurrent use: Apply takes the
+// write lock for a whole batch, Read the read lock.
+type Store struct {
+	mu struct {
+		sync.RWMutex
+		dbs      [NumDBs]*db
+		now      int64 // log time of the latest Apply, unix ms
+		expiries expiryHeap
+		stats    Stats
+	}
+}
+
+type db struct {
+	keys     map[string]*entry
+	expiring int // keys with a TTL
+}
+
+type entry struct {
+	key      string
+	v        value
+	expireAt int64 // unix ms; 0 when the key has no TTL
+	heapAt   int64 // deadline of this entry's item in the expiry heap; 0 if none
+}
+
+// New returns an empty store.
+func New() *Store {
+	s := &Store{}
+	for i := range s.mu.dbs {
+		s.mu.dbs[i] = newDB()
+	}
+	return s
+}
+
+func newDB() *db { return &db{keys: make(map[string]*entry)} }
+
+// Apply executes a batch of commands atomically at log time now (unix
+// ms), after first expiring every key whose TTL passed before now. It
+// appends each command's reply to out. An empty batch only advances time:
+// it is the tick that drives active expiry. Apply is deterministic: the
+// same batches at the same times give the same state and replies.
+func (s *Store) Apply(cmds []Command, now int64, out *Replies) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now < s.mu.now {
+		now = s.mu.now // log time never runs backwards
+	}
+	s.mu.now = now
+	s.expireLocked(now)
+	c := ctx{s: s, now: now, w: &out.Writer, write: true}
+	for _, cmd := range cmds {
+		c.exec(cmd)
+		out.Ends = append(out.Ends, out.Len())
+	}
+}
+
+// Read executes read-only commands at time now (unix ms) under the read
+// lock, appending each reply to out. Keys whose TTL passed before now
+// read as absent. A command that would write is refused.
+func (s *Store) Read(cmds []Command, now int64, out *Replies) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if now < s.mu.now {
+		now = s.mu.now
+	}
+	c := ctx{s: s, now: now, w: &out.Writer}
+	for _, cmd := range cmds {
+		c.exec(cmd)
+		out.Ends = append(out.Ends, out.Len())
+	}
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.stats
+}
+
+// KeyspaceInfo describes one non-empty database for INFO keyspace.
+type KeyspaceInfo struct {
+	DB, Keys, Expires int
+}
+
+// Keyspace lists the non-empty databases.
+func (s *Store) Keyspace() []KeyspaceInfo {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []KeyspaceInfo
+	for i, d := range s.mu.dbs {
+		if len(d.keys) > 0 {
+			out = append(out, KeyspaceInfo{DB: i, Keys: len(d.keys), Expires: d.expiring})
+		}
+	}
+	return out
+}
+
+// expireLocked removes every key whose TTL passed before now.
+func (s *Store) expireLocked(now int64) {
+	h := &s.mu.expiries
+	for len(*h) > 0 && (*h)[0].at < now {
+		it := heap.Pop(h).(expiryItem)
+		e := it.e
+		d := s.mu.dbs[it.db]
+		if e.heapAt != it.at || d.keys[e.key] != e {
+			continue // a stale item: the entry was replaced or re-queued
+		}
+		e.heapAt = 0
+		switch {
+		case e.expireAt != 0 && e.expireAt < now:
+			d.remove(e)
+			s.mu.stats.ExpiredKeys++
+		case e.expireAt != 0:
+			s.scheduleLocked(it.db, e)
+		}
+	}
+}
+
+// scheduleLocked makes sure the expiry heap holds an item for e at or
+// before its deadline. A key whose TTL is pushed back keeps its earlier
+// item, which re-queues it when it comes up, so refreshing a TTL on every
+// heartbeat does not grow the heap.
+func (s *Store) scheduleLocked(dbIndex int, e *entry) {
+	if e.expireAt == 0 || (e.heapAt != 0 && e.heapAt <= e.expireAt) {
+		return
+	}
+	e.heapAt = e.expireAt
+	heap.Push(&s.mu.expiries, expiryItem{at: e.expireAt, db: dbIndex, e: e})
+}
+
+type expiryItem struct {
+	at int64
+	db int
+	e  *entry
+}
+
+// expiryHeap is a min-heap of key deadlines.
+type expiryHeap []expiryItem
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiryItem)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
+}
+
+// remove deletes e from the database.
+func (d *db) remove(e *entry) {
+	if e.expireAt != 0 {
+		d.expiring--
+	}
+	delete(d.keys, e.key)
+}

@@ -1,0 +1,130 @@
+package store
+
+import (
+	"math/bits"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// MaxStringLen is the largest string a key may hold: Redis's default
+// proto-max-bulk-len, and the 2^32 bits a 32-bit roaring bitmap covers.
+const MaxStringLen = 512 << 20
+
+// value is a Redis string in one of two forms. A string written by string
+// commands is raw bytes. A string built by bit commands is a roaring
+// bitmap of its set bits plus its byte length; bit i of the string is bit
+// 7-i%8 of byte i/8, as in Redis, and is stored as integer i.
+type value struct {
+	raw []byte          // the bytes, when bm is nil
+	bm  *roaring.Bitmap // the set bits, in bitmap form
+	n   int64           // the byte length, in bitmap form
+}
+
+func rawValue(b []byte) value { return value{raw: b} }
+
+func (v *value) isBitmap() bool { return v.bm != nil }
+
+// length is the string's length in bytes.
+func (v *value) length() int64 {
+	if v.bm != nil {
+		return v.n
+	}
+	return int64(len(v.raw))
+}
+
+// bytes returns the string's bytes. For the raw form it returns the
+// stored slice itself, which the caller must not change.
+func (v *value) bytes() []byte {
+	if v.bm == nil {
+		return v.raw
+	}
+	return v.rangeBytes(0, v.n)
+}
+
+// rangeBytes materializes bytes [from, to) of the string; the range must
+// lie within the string.
+func (v *value) rangeBytes(from, to int64) []byte {
+	if v.bm == nil {
+		return v.raw[from:to]
+	}
+	out := make([]byte, to-from)
+	it := v.bm.Iterator()
+	it.AdvanceIfNeeded(uint32(from * 8))
+	end := uint64(to) * 8
+	for it.HasNext() {
+		x := uint64(it.Next())
+		if x >= end {
+			break
+		}
+		out[x/8-uint64(from)] |= 0x80 >> (x & 7)
+	}
+	return out
+}
+
+// toBitmap converts the value to bitmap form in place.
+func (v *value) toBitmap() {
+	if v.bm != nil {
+		return
+	}
+	v.bm = bitmapOf(v.raw, 0)
+	v.n = int64(len(v.raw))
+	v.raw = nil
+}
+
+// bitmapOf returns the set bits of b, shifted by base bits.
+func bitmapOf(b []byte, base uint64) *roaring.Bitmap {
+	bm := roaring.New()
+	addBytes(bm, b, base)
+	return bm
+}
+
+// addBytes adds the set bits of b to bm, bit 0 of b being base.
+func addBytes(bm *roaring.Bitmap, b []byte, base uint64) {
+	var batch []uint32
+	for i, c := range b {
+		for c != 0 {
+			lz := bits.LeadingZeros8(c)
+			batch = append(batch, uint32(base+uint64(i)*8+uint64(lz)))
+			c &^= 0x80 >> lz
+		}
+		if len(batch) >= 4096 {
+			bm.AddMany(batch)
+			batch = batch[:0]
+		}
+	}
+	bm.AddMany(batch)
+}
+
+// getBit reports bit off of the string (0 beyond its end).
+func (v *value) getBit(off uint64) bool {
+	if v.bm != nil {
+		return off < 1<<32 && v.bm.Contains(uint32(off))
+	}
+	i := off / 8
+	if i >= uint64(len(v.raw)) {
+		return false
+	}
+	return v.raw[i]&(0x80>>(off&7)) != 0
+}
+
+// setBit sets or clears bit off (below 2^32), growing the string with zero
+// bytes to cover it, and reports the bit's old value. The value becomes a
+// bitmap.
+func (v *value) setBit(off uint64, on bool) bool {
+	v.toBitmap()
+	if need := int64(off/8) + 1; need > v.n {
+		v.n = need
+	}
+	if on {
+		return !v.bm.CheckedAdd(uint32(off))
+	}
+	return v.bm.CheckedRemove(uint32(off))
+}
+
+// clone returns a deep copy.
+func (v *value) clone() value {
+	if v.bm != nil {
+		return value{bm: v.bm.Clone(), n: v.n}
+	}
+	return value{raw: append([]byte(nil), v.raw...)}
+}
