@@ -1,0 +1,46 @@
+// Command presenced runs the presenced server: a Redis-compatible presence
+// store on roaring bitmaps.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/presenced/presenced/server"
+)
+
+func main() {
+	cfg := server.DefaultConfig()
+	fs := flag.NewFlagSet("presenced", flag.ExitOnError)
+	fs.StringVar(&cfg.Bind, "bind", cfg.Bind, "address to listen on")
+	fs.IntVar(&cfg.Port, "port", cfg.Port, "TCP port (0 picks a free one)")
+	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "data directory")
+	fs.StringVar(&cfg.RequirePass, "requirepass", cfg.RequirePass, "password clients must AUTH with")
+	fs.IntVar(&cfg.MaxClients, "maxclients", cfg.MaxClients, "most clients served at once")
+	version := fs.Bool("version", false, "print the version and exit")
+	fs.Parse(os.Args[1:])
+	if *version {
+		fmt.Println("presenced", server.Version)
+		return
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		log.Fatalf("presenced: %v", err)
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		log.Fatalf("presenced: %v", err)
+	}
+	if err := srv.Start(); err != nil {
+		log.Fatalf("presenced: %v", err)
+	}
+	log.Printf("presenced %s ready to accept connections on %s", server.Version, srv.Addr())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	log.Printf("presenced: shutting down")
+	srv.Close()
+}

@@ -1,0 +1,282 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/presenced/presenced/proto"
+	"github.com/presenced/presenced/store"
+)
+
+const (
+	readChunk  = 16 << 10 // bytes asked of each read
+	maxIdleBuf = 64 << 10 // an idle client's input buffer shrinks back below this
+)
+
+// client is one connection and its state. Only the connection's own
+// goroutine touches the fields outside info; info is read by CLIENT LIST
+// and INFO from other goroutines.
+type client struct {
+	s       *Server
+	nc      net.Conn
+	id      int64
+	created time.Time
+
+	parser  proto.Parser
+	in      []byte        // input; unparsed bytes are in[start:]
+	out     store.Replies // replies not yet written
+	pending []store.Command
+	pendSpec []*proto.Spec // the spec of each pending command
+	db      int
+	authed  bool
+	closing bool // close after writing out
+
+	multi    bool
+	multiErr bool
+	queued   []queuedCommand
+
+	counters []counter // per command ID, for INFO commandstats
+
+	info struct {
+		sync.Mutex
+		name, libName, libVer string
+		lastCmd                string
+		lastActive             time.Time
+		db                     int
+		multi                  int
+	}
+}
+
+type queuedCommand struct {
+	spec *proto.Spec
+	args [][]byte
+}
+
+// counter counts one command's calls for INFO commandstats.
+type counter struct {
+	calls, usec, failed, rejected atomic.Int64
+}
+
+func newClient(s *Server, nc net.Conn) *client {
+	c := &client{
+		s:        s,
+		nc:       nc,
+		id:       s.nextID.Add(1),
+		created:  time.Now(),
+		in:       make([]byte, 0, readChunk),
+		counters: make([]counter, len(proto.Commands)),
+	}
+	c.authed = s.settings.config().RequirePass == ""
+	c.info.lastActive = c.created
+	return c
+}
+
+// serve reads requests until the client leaves or breaks the protocol.
+func (c *client) serve() {
+	defer c.nc.Close()
+	start := 0
+	for !c.closing {
+		if err := c.fill(); err != nil {
+			return
+		}
+		start = 0
+		lim := c.limits()
+		for !c.closing {
+			args, n, err := c.parser.Parse(c.in[start:], lim)
+			if err != nil {
+				c.flushPending()
+				c.out.Error("ERR " + err.Error())
+				c.closing = true
+				break
+			}
+			if n == 0 {
+				break
+			}
+			start += n
+			if len(args) > 0 {
+				c.dispatch(args)
+				lim = c.limits()
+			}
+		}
+		c.flushPending()
+		if err := c.writeOut(); err != nil {
+			return
+		}
+		// Drop what was parsed; the unparsed tail moves to the front.
+		rest := copy(c.in, c.in[start:])
+		c.in = c.in[:rest]
+		if rest == 0 && cap(c.in) > maxIdleBuf {
+			c.in = make([]byte, 0, readChunk)
+		}
+		if int64(len(c.in)) > c.s.settings.config().QueryBufferLimit {
+			return // Redis drops such a client without a reply
+		}
+		start = 0
+	}
+}
+
+// fill reads more input, growing the buffer when it is full or when the
+// request being parsed announced a larger argument.
+func (c *client) fill() error {
+	need := len(c.in) + readChunk
+	if n := c.parser.Need(); n > need {
+		need = n
+	}
+	if need > cap(c.in) {
+		if need < 2*cap(c.in) {
+			need = 2 * cap(c.in)
+		}
+		grown := make([]byte, len(c.in), need)
+		copy(grown, c.in)
+		c.in = grown
+	}
+	n, err := c.nc.Read(c.in[len(c.in):cap(c.in)])
+	c.in = c.in[:len(c.in)+n]
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (c *client) limits() proto.Limits {
+	return proto.Limits{MaxBulkLen: c.s.settings.config().MaxBulkLen, AuthRequired: !c.authed}
+}
+
+// writeOut sends the replies gathered so far.
+func (c *client) writeOut() error {
+	if c.out.Len() == 0 {
+		return nil
+	}
+	_, err := c.nc.Write(c.out.B)
+	c.out.Reset()
+	if cap(c.out.B) > maxIdleBuf {
+		c.out.B = nil
+	}
+	return err
+}
+
+// dispatch handles one request: checks it as Redis does (existence,
+// arity, authentication), then queues it in MULTI, batches it for the
+// store, or runs it as a server command.
+func (c *client) dispatch(args [][]byte) {
+	spec := proto.Lookup(args[0])
+	if spec == nil {
+		c.reject(nil, proto.ErrUnknownCommand(args))
+		return
+	}
+	if !spec.CheckArity(len(args)) {
+		c.reject(spec, proto.ErrArity(spec.Name))
+		return
+	}
+	if !c.authed && spec.Flags&proto.NoAuth == 0 {
+		c.reject(spec, proto.ErrNoAuth)
+		return
+	}
+	if c.multi && !controlsTransaction(spec) {
+		c.queue(spec, args)
+		return
+	}
+	if store.Handles(spec) {
+		c.pending = append(c.pending, store.Command{DB: c.db, Args: args})
+		c.pendSpec = append(c.pendSpec, spec)
+		return
+	}
+	c.flushPending()
+	c.runServerCommand(spec, args)
+}
+
+// reject answers a request that was refused before running. Inside MULTI
+// it also dooms the transaction, as in Redis.
+func (c *client) reject(spec *proto.Spec, msg string) {
+	c.flushPending()
+	if spec != nil {
+		c.counters[spec.ID].rejected.Add(1)
+	}
+	if c.multi {
+		c.multiErr = true
+	}
+	c.out.Error(msg)
+}
+
+// flushPending executes the batched keyspace commands in order: each run
+// of reads on the read path, each run of writes through the Applier.
+func (c *client) flushPending() {
+	for i := 0; i < len(c.pending); {
+		write := isWrite(c.pendSpec[i])
+		j := i + 1
+		for j < len(c.pending) && isWrite(c.pendSpec[j]) == write {
+			j++
+		}
+		c.execStore(c.pending[i:j], c.pendSpec[i:j], write)
+		i = j
+	}
+	c.pending = c.pending[:0]
+	c.pendSpec = c.pendSpec[:0]
+}
+
+func isWrite(spec *proto.Spec) bool { return spec.Flags&proto.Write != 0 }
+
+// execStore runs cmds on the store and appends their replies to out.
+func (c *client) execStore(cmds []store.Command, specs []*proto.Spec, write bool) {
+	begin := time.Now()
+	first := len(c.out.Ends)
+	mark := c.out.Len()
+	if !write {
+		c.s.store.Read(cmds, begin.UnixMilli(), &c.out)
+	} else if err := c.s.applier.Apply(cmds, &c.out); err != nil {
+		c.out.B = c.out.B[:mark]
+		c.out.Ends = c.out.Ends[:first]
+		for range cmds {
+			c.out.Error(replyError(err))
+			c.out.Ends = append(c.out.Ends, c.out.Len())
+		}
+	}
+	c.account(specs, first, mark, time.Since(begin))
+	c.touch(specs[len(specs)-1].Name)
+}
+
+// account records calls, time and failures of a batch for INFO; the
+// batch's replies start at offset mark, Ends[first] being the first one's
+// end.
+func (c *client) account(specs []*proto.Spec, first, mark int, took time.Duration) {
+	per := took.Microseconds() / int64(len(specs))
+	start := mark
+	for i, spec := range specs {
+		ct := &c.counters[spec.ID]
+		ct.calls.Add(1)
+		ct.usec.Add(per)
+		if c.out.B[start] == '-' {
+			ct.failed.Add(1)
+		}
+		start = c.out.Ends[first+i]
+	}
+}
+
+// touch notes the client's latest command for CLIENT LIST.
+func (c *client) touch(name string) {
+	c.info.Lock()
+	c.info.lastActive = time.Now()
+	c.info.lastCmd = name
+	c.info.db = c.db
+	c.info.multi = -1
+	if c.multi {
+		c.info.multi = len(c.queued)
+	}
+	c.info.Unlock()
+}
+
+// replyError turns an Applier error into its RESP error text.
+func replyError(err error) string {
+	var re interface{ RedisError() string }
+	if errors.As(err, &re) {
+		return re.RedisError()
+	}
+	return "ERR " + err.Error()
+}

@@ -1,0 +1,189 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/presenced/presenced/proto"
+	"github.com/presenced/presenced/store"
+)
+
+// commandCommand answers COMMAND and its subcommands from the command
+// table, so that clients (redis-cli's hints among them) see every
+// command presenced has and nothing else.
+func commandCommand(c *client, args [][]byte) {
+	if len(args) == 1 {
+		c.out.Array(len(proto.Commands))
+		for _, spec := range proto.Commands {
+			writeCommandInfo(&c.out.Writer, spec)
+		}
+		return
+	}
+	sub := proto.Lookup([]byte("command")).Sub(args[1])
+	if sub == nil {
+		c.out.Error(proto.ErrUnknownSubcommand(args[1], "COMMAND"))
+		return
+	}
+	if !sub.CheckArity(len(args)) {
+		c.out.Error(proto.ErrArity("command|" + sub.Name))
+		return
+	}
+	switch sub.Name {
+	case "count":
+		c.out.Int(int64(len(proto.Commands)))
+	case "list":
+		commandList(c, args)
+	case "info":
+		specs := requestedSpecs(args[2:])
+		c.out.Array(len(specs))
+		for _, spec := range specs {
+			if spec == nil {
+				c.out.NullArray()
+			} else {
+				writeCommandInfo(&c.out.Writer, spec)
+			}
+		}
+	case "docs":
+		specs := requestedSpecs(args[2:])
+		n := 0
+		for _, spec := range specs {
+			if spec != nil {
+				n++
+			}
+		}
+		c.out.Array(2 * n)
+		for _, spec := range specs {
+			if spec != nil {
+				c.out.BulkString(spec.FullName())
+				writeCommandDocs(&c.out.Writer, spec)
+			}
+		}
+	default:
+		c.help("COMMAND",
+			"(no subcommand)", "    Return details about all commands.",
+			"COUNT", "    Return the total number of commands in this server.",
+			"LIST", "    Return a list of all commands in this server.",
+			"INFO [<command-name> ...]", "    Return details about multiple commands.",
+			"DOCS [<command-name> ...]", "    Return documentation details about multiple commands.")
+	}
+}
+
+// requestedSpecs resolves command names ("get", "client|list"); all
+// commands when names is empty. Unknown names give nil entries.
+func requestedSpecs(names [][]byte) []*proto.Spec {
+	if len(names) == 0 {
+		return proto.Commands
+	}
+	out := make([]*proto.Spec, len(names))
+	for i, n := range names {
+		parent, sub, hasSub := strings.Cut(string(n), "|")
+		spec := proto.Lookup([]byte(parent))
+		if spec != nil && hasSub {
+			spec = spec.Sub([]byte(sub))
+		}
+		out[i] = spec
+	}
+	return out
+}
+
+func commandList(c *client, args [][]byte) {
+	var pattern []byte
+	if len(args) > 2 {
+		if len(args) != 5 || !strings.EqualFold(string(args[2]), "FILTERBY") || !strings.EqualFold(string(args[3]), "PATTERN") {
+			c.out.Error(proto.ErrSyntax)
+			return
+		}
+		pattern = args[4]
+	}
+	var names []string
+	for _, spec := range proto.Commands {
+		for _, s := range append([]*proto.Spec{spec}, spec.Subcommands...) {
+			if pattern == nil || store.Match(pattern, []byte(s.FullName()), true) {
+				names = append(names, s.FullName())
+			}
+		}
+	}
+	c.out.Array(len(names))
+	for _, n := range names {
+		c.out.BulkString(n)
+	}
+}
+
+// writeCommandInfo writes one command's COMMAND INFO entry, in Redis 7's
+// ten-field shape.
+func writeCommandInfo(w *proto.Writer, spec *proto.Spec) {
+	w.Array(10)
+	w.BulkString(spec.FullName())
+	w.Int(int64(spec.Arity))
+	flags := spec.Flags.Names()
+	w.Array(len(flags))
+	for _, f := range flags {
+		w.Simple(f)
+	}
+	w.Int(int64(spec.FirstKey))
+	w.Int(int64(spec.LastKey))
+	w.Int(int64(spec.Step))
+	cats := aclCategories(spec)
+	w.Array(len(cats))
+	for _, cat := range cats {
+		w.Simple(cat)
+	}
+	w.Array(0) // tips
+	w.Array(0) // key specifications
+	w.Array(len(spec.Subcommands))
+	for _, sub := range spec.Subcommands {
+		writeCommandInfo(w, sub)
+	}
+}
+
+// aclCategories derives Redis's ACL categories from a command's flags
+// and group.
+func aclCategories(spec *proto.Spec) []string {
+	var cats []string
+	switch {
+	case spec.Flags&proto.Write != 0:
+		cats = append(cats, "@write")
+	case spec.Flags&proto.ReadOnly != 0:
+		cats = append(cats, "@read")
+	}
+	switch spec.Group {
+	case "generic":
+		cats = append(cats, "@keyspace")
+	case "string", "bitmap", "connection", "transactions":
+		cats = append(cats, "@"+spec.Group)
+	}
+	if spec.Flags&proto.Admin != 0 {
+		cats = append(cats, "@admin", "@dangerous")
+	}
+	if spec.Flags&proto.Fast != 0 {
+		cats = append(cats, "@fast")
+	} else {
+		cats = append(cats, "@slow")
+	}
+	return cats
+}
+
+// writeCommandDocs writes one command's COMMAND DOCS map (as a RESP2
+// array of field, value pairs).
+func writeCommandDocs(w *proto.Writer, spec *proto.Spec) {
+	fields := 8
+	if len(spec.Subcommands) > 0 {
+		fields += 2
+	}
+	w.Array(fields)
+	w.BulkString("summary")
+	w.BulkString(spec.Summary)
+	w.BulkString("since")
+	w.BulkString(spec.Since)
+	w.BulkString("group")
+	w.BulkString(spec.Group)
+	w.BulkString("complexity")
+	w.BulkString(spec.Complexity)
+	if len(spec.Subcommands) > 0 {
+		w.BulkString("subcommands")
+		w.Array(2 * len(spec.Subcommands))
+		for _, sub := range spec.Subcommands {
+			w.BulkString(sub.FullName())
+			writeCommandDocs(w, sub)
+		}
+	}
+}

@@ -1,0 +1,353 @@
+package server
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/presenced/presenced/proto"
+	"github.com/presenced/presenced/store"
+)
+
+// serverCommand runs a command the server handles itself.
+type serverCommand func(c *client, args [][]byte)
+
+var serverCommands map[string]serverCommand
+
+func init() {
+	serverCommands = map[string]serverCommand{
+		"ping":     ping,
+		"echo":     func(c *client, args [][]byte) { c.out.Bulk(args[1]) },
+		"quit":     quit,
+		"reset":    reset,
+		"auth":     auth,
+		"hello":    hello,
+		"select":   selectDB,
+		"client":   clientCommand,
+		"command":  commandCommand,
+		"config":   configCommand,
+		"info":     infoCommand,
+		"time":     timeCommand,
+		"multi":    multi,
+		"exec":     exec,
+		"discard":  discard,
+		"function": function,
+		"debug":    debugCommand,
+		"memory":   memory,
+	}
+}
+
+// runServerCommand runs a server command and counts it.
+func (c *client) runServerCommand(spec *proto.Spec, args [][]byte) {
+	begin := time.Now()
+	mark := c.out.Len()
+	serverCommands[spec.Name](c, args)
+	ct := &c.counters[spec.ID]
+	ct.calls.Add(1)
+	ct.usec.Add(time.Since(begin).Microseconds())
+	if c.out.Len() > mark && c.out.B[mark] == '-' {
+		ct.failed.Add(1)
+	}
+	c.touch(spec.Name)
+}
+
+// controlsTransaction reports whether spec runs at once inside MULTI
+// rather than being queued.
+func controlsTransaction(spec *proto.Spec) bool {
+	switch spec.Name {
+	case "multi", "exec", "discard", "quit", "reset":
+		return true
+	}
+	return false
+}
+
+func ping(c *client, args [][]byte) {
+	switch len(args) {
+	case 1:
+		c.out.Simple("PONG")
+	case 2:
+		c.out.Bulk(args[1])
+	default:
+		c.out.Error(proto.ErrArity("ping"))
+	}
+}
+
+func quit(c *client, _ [][]byte) {
+	c.out.OK()
+	c.closing = true
+}
+
+func reset(c *client, _ [][]byte) {
+	c.multi, c.multiErr, c.queued = false, false, nil
+	c.db = 0
+	c.authed = c.s.settings.config().RequirePass == ""
+	c.info.Lock()
+	c.info.name = ""
+	c.info.Unlock()
+	c.out.Simple("RESET")
+}
+
+// checkPassword reports whether user and pass are the default user's
+// credentials.
+func (c *client) checkPassword(user, pass []byte) bool {
+	want := c.s.settings.config().RequirePass
+	return string(user) == "default" && subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+}
+
+func auth(c *client, args [][]byte) {
+	user, pass := []byte("default"), args[1]
+	switch len(args) {
+	case 2:
+		if c.s.settings.config().RequirePass == "" {
+			c.out.Error(proto.ErrNoPassword)
+			return
+		}
+	case 3:
+		user, pass = args[1], args[2]
+	default:
+		c.out.Error(proto.ErrSyntax)
+		return
+	}
+	if !c.checkPassword(user, pass) {
+		c.out.Error(proto.ErrWrongPass)
+		return
+	}
+	c.authed = true
+	c.out.OK()
+}
+
+func hello(c *client, args [][]byte) {
+	if len(args) >= 2 {
+		ver, ok := proto.ParseInt(args[1])
+		if !ok {
+			c.out.Error("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if ver != 2 {
+			c.out.Error(proto.ErrNoProto)
+			return
+		}
+	}
+	var name []byte
+	for i := 2; i < len(args); i++ {
+		more := len(args) - i - 1
+		switch {
+		case strings.EqualFold(string(args[i]), "AUTH") && more >= 2:
+			if !c.checkPassword(args[i+1], args[i+2]) {
+				c.out.Error(proto.ErrWrongPass)
+				return
+			}
+			c.authed = true
+			i += 2
+		case strings.EqualFold(string(args[i]), "SETNAME") && more >= 1:
+			name = args[i+1]
+			i++
+		default:
+			c.out.Error("ERR Syntax error in HELLO option '" + string(args[i]) + "'")
+			return
+		}
+	}
+	if !c.authed {
+		c.out.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if name != nil {
+		if !c.setName(name) {
+			return
+		}
+	}
+	c.out.Array(14)
+	c.out.BulkString("server")
+	c.out.BulkString("redis")
+	c.out.BulkString("version")
+	c.out.BulkString(redisVersion)
+	c.out.BulkString("proto")
+	c.out.Int(2)
+	c.out.BulkString("id")
+	c.out.Int(c.id)
+	c.out.BulkString("mode")
+	c.out.BulkString("standalone")
+	c.out.BulkString("role")
+	c.out.BulkString("master")
+	c.out.BulkString("modules")
+	c.out.Array(0)
+}
+
+func selectDB(c *client, args [][]byte) {
+	n, ok := proto.ParseInt(args[1])
+	if !ok {
+		c.out.Error(proto.ErrNotInteger)
+		return
+	}
+	if n < 0 || n >= store.NumDBs {
+		c.out.Error(proto.ErrDBIndex)
+		return
+	}
+	c.db = int(n)
+	c.out.OK()
+}
+
+func timeCommand(c *client, _ [][]byte) {
+	now := time.Now()
+	c.out.Array(2)
+	c.out.BulkInt(now.Unix())
+	c.out.BulkInt(int64(now.Nanosecond() / 1000))
+}
+
+func multi(c *client, _ [][]byte) {
+	if c.multi {
+		c.out.Error(proto.ErrNestedMulti)
+		return
+	}
+	c.multi, c.multiErr, c.queued = true, false, nil
+	c.out.OK()
+}
+
+func discard(c *client, _ [][]byte) {
+	if !c.multi {
+		c.out.Error(proto.ErrDiscardNoMulti)
+		return
+	}
+	c.multi, c.multiErr, c.queued = false, false, nil
+	c.out.OK()
+}
+
+// queue adds a command to the open transaction. Its arguments are copied:
+// the input buffer they point into is reused.
+func (c *client) queue(spec *proto.Spec, args [][]byte) {
+	cp := make([][]byte, len(args))
+	for i, a := range args {
+		cp[i] = bytes.Clone(a)
+	}
+	c.queued = append(c.queued, queuedCommand{spec: spec, args: cp})
+	c.out.Simple("QUEUED")
+}
+
+// exec runs the queued commands. The keyspace commands among them go to
+// the store as one batch, applied atomically; the server commands run
+// in their place in the order they were queued.
+func exec(c *client, _ [][]byte) {
+	if !c.multi {
+		c.out.Error(proto.ErrExecNoMulti)
+		return
+	}
+	queued, doomed := c.queued, c.multiErr
+	c.multi, c.multiErr, c.queued = false, false, nil
+	if doomed {
+		c.out.Error(proto.ErrExecAbort)
+		return
+	}
+	// The database each keyspace command runs in follows the SELECTs
+	// queued before it.
+	var batch []store.Command
+	var specs []*proto.Spec
+	db := c.db
+	write := false
+	for _, q := range queued {
+		if store.Handles(q.spec) {
+			batch = append(batch, store.Command{DB: db, Args: q.args})
+			specs = append(specs, q.spec)
+			write = write || isWrite(q.spec)
+		} else if q.spec.Name == "select" {
+			if n, ok := proto.ParseInt(q.args[1]); ok && n >= 0 && n < store.NumDBs {
+				db = int(n)
+			}
+		}
+	}
+	var replies store.Replies
+	if len(batch) > 0 {
+		saved := c.out
+		c.out = replies
+		c.execStore(batch, specs, write)
+		replies, c.out = c.out, saved
+	}
+	c.out.Array(len(queued))
+	next := 0
+	for _, q := range queued {
+		if store.Handles(q.spec) {
+			c.out.Raw(replies.Reply(next))
+			next++
+			continue
+		}
+		c.runServerCommand(q.spec, q.args)
+	}
+}
+
+func function(c *client, args [][]byte) {
+	sub := proto.Lookup([]byte("function")).Sub(args[1])
+	switch {
+	case sub == nil:
+		c.out.Error(proto.ErrUnknownSubcommand(args[1], "FUNCTION"))
+	case !sub.CheckArity(len(args)):
+		c.out.Error(proto.ErrArity("function|" + sub.Name))
+	case sub.Name == "help":
+		c.help("FUNCTION", "FLUSH [ASYNC|SYNC]", "    Delete all functions (presenced has none).")
+	case len(args) == 3 && !isFlushMode(args[2]):
+		c.out.Error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+	default:
+		c.out.OK()
+	}
+}
+
+func isFlushMode(b []byte) bool {
+	return strings.EqualFold(string(b), "SYNC") || strings.EqualFold(string(b), "ASYNC")
+}
+
+func debugCommand(c *client, args [][]byte) {
+	switch strings.ToLower(string(args[1])) {
+	case "log":
+		if len(args) != 3 {
+			c.out.Error(proto.ErrArity("debug"))
+			return
+		}
+		c.out.OK()
+	case "help":
+		c.help("DEBUG", "LOG <message>", "    Write <message> to the server log.")
+	default:
+		c.out.Error(proto.ErrUnknownSubcommand(args[1], "DEBUG"))
+	}
+}
+
+func memory(c *client, args [][]byte) {
+	sub := proto.Lookup([]byte("memory")).Sub(args[1])
+	switch {
+	case sub == nil:
+		c.out.Error(proto.ErrUnknownSubcommand(args[1], "MEMORY"))
+	case !sub.CheckArity(len(args)):
+		c.out.Error(proto.ErrArity("memory|" + sub.Name))
+	case sub.Name == "purge":
+		debug.FreeOSMemory()
+		c.out.OK()
+	case sub.Name == "usage":
+		if len(args) != 3 && !(len(args) == 5 && strings.EqualFold(string(args[3]), "SAMPLES")) {
+			c.out.Error(proto.ErrSyntax)
+			return
+		}
+		if n, ok := c.s.store.MemoryUsage(c.db, args[2], time.Now().UnixMilli()); ok {
+			c.out.Int(n)
+		} else {
+			c.out.Null()
+		}
+	default:
+		c.help("MEMORY",
+			"PURGE", "    Return unused memory to the operating system.",
+			"USAGE <key> [SAMPLES <count>]", "    Return memory in bytes used by <key> and its value.")
+	}
+}
+
+// help writes a HELP reply in Redis's layout.
+func (c *client) help(cmd string, lines ...string) {
+	c.out.Array(len(lines) + 3)
+	c.out.Simple(cmd + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, l := range lines {
+		c.out.Simple(l)
+	}
+	c.out.Simple("HELP")
+	c.out.Simple("    Print this help.")
+}
+
+// formatInt is strconv.FormatInt in base 10.
+func formatInt(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,356 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/presenced/presenced/proto"
+	"github.com/presenced/presenced/store"
+)
+
+// redisVersion is the Redis version whose behaviour presenced follows;
+// clients that check the server's version see it.
+const redisVersion = "7.0.0"
+
+// Version is presenced's own version.
+const Version = "0.1.0"
+
+// stats are the server's counters for INFO; per-command counts of
+// connected clients live in each client and are added here when it
+// leaves.
+type stats struct {
+	connections atomic.Int64
+	rejected    atomic.Int64
+	counters    [256]counter
+}
+
+// merge adds a departing client's command counts to the totals.
+func (st *stats) merge(c *client) {
+	for i := range c.counters {
+		from, to := &c.counters[i], &st.counters[i]
+		to.calls.Add(from.calls.Load())
+		to.usec.Add(from.usec.Load())
+		to.failed.Add(from.failed.Load())
+		to.rejected.Add(from.rejected.Load())
+	}
+}
+
+// commandTotals sums the command counters of past and present clients.
+func (s *Server) commandTotals() []struct{ calls, usec, failed, rejected int64 } {
+	out := make([]struct{ calls, usec, failed, rejected int64 }, len(proto.Commands))
+	add := func(cs []counter) {
+		for i := range out {
+			out[i].calls += cs[i].calls.Load()
+			out[i].usec += cs[i].usec.Load()
+			out[i].failed += cs[i].failed.Load()
+			out[i].rejected += cs[i].rejected.Load()
+		}
+	}
+	add(s.stats.counters[:len(proto.Commands)])
+	for _, c := range s.clientList() {
+		add(c.counters)
+	}
+	return out
+}
+
+func clientCommand(c *client, args [][]byte) {
+	sub := proto.Lookup([]byte("client")).Sub(args[1])
+	if sub == nil {
+		c.out.Error(proto.ErrUnknownSubcommand(args[1], "CLIENT"))
+		return
+	}
+	if !sub.CheckArity(len(args)) {
+		c.out.Error(proto.ErrArity("client|" + sub.Name))
+		return
+	}
+	switch sub.Name {
+	case "id":
+		c.out.Int(c.id)
+	case "getname":
+		c.info.Lock()
+		name := c.info.name
+		c.info.Unlock()
+		if name == "" {
+			c.out.Null()
+		} else {
+			c.out.BulkString(name)
+		}
+	case "setname":
+		if c.setName(args[2]) {
+			c.out.OK()
+		}
+	case "setinfo":
+		clientSetInfo(c, args)
+	case "info":
+		c.out.BulkString(c.describe(time.Now()))
+	case "list":
+		clientList(c, args)
+	default:
+		c.help("CLIENT",
+			"GETNAME", "    Return the name of the current connection.",
+			"ID", "    Return the ID of the current connection.",
+			"INFO", "    Return information about the current client connection.",
+			"LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]", "    Return information about client connections.",
+			"SETINFO <option> <value>", "    Set client meta attr. Options are:",
+			"SETNAME <name>", "    Assign the name <name> to the current connection.")
+	}
+}
+
+// setName validates and sets the connection name, replying with Redis's
+// error when it is not acceptable.
+func (c *client) setName(name []byte) bool {
+	for _, b := range name {
+		if b < '!' || b > '~' {
+			c.out.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+			return false
+		}
+	}
+	c.info.Lock()
+	c.info.name = string(name)
+	c.info.Unlock()
+	return true
+}
+
+func clientSetInfo(c *client, args [][]byte) {
+	attr := strings.ToLower(string(args[2]))
+	if attr != "lib-name" && attr != "lib-ver" {
+		c.out.Error("ERR Unrecognized option '" + string(args[2]) + "'")
+		return
+	}
+	for _, b := range args[3] {
+		if b < '!' || b > '~' {
+			c.out.Error("ERR " + attr + " cannot contain spaces, newlines or special characters.")
+			return
+		}
+	}
+	c.info.Lock()
+	if attr == "lib-name" {
+		c.info.libName = string(args[3])
+	} else {
+		c.info.libVer = string(args[3])
+	}
+	c.info.Unlock()
+	c.out.OK()
+}
+
+func clientList(c *client, args [][]byte) {
+	var ids map[int64]bool
+	for i := 2; i < len(args); i++ {
+		switch {
+		case strings.EqualFold(string(args[i]), "TYPE") && i+1 < len(args):
+			t := strings.ToLower(string(args[i+1]))
+			if t != "normal" && t != "master" && t != "replica" && t != "pubsub" && t != "slave" {
+				c.out.Error("ERR Unknown client type '" + string(args[i+1]) + "'")
+				return
+			}
+			if t != "normal" {
+				c.out.BulkString("")
+				return
+			}
+			i++
+		case strings.EqualFold(string(args[i]), "ID") && i+1 < len(args):
+			ids = map[int64]bool{}
+			for i++; i < len(args); i++ {
+				id, ok := proto.ParseInt(args[i])
+				if !ok || id <= 0 {
+					c.out.Error("ERR Invalid client ID")
+					return
+				}
+				ids[id] = true
+			}
+		default:
+			c.out.Error(proto.ErrSyntax)
+			return
+		}
+	}
+	clients := c.s.clientList()
+	sort.Slice(clients, func(i, j int) bool { return clients[i].id < clients[j].id })
+	var b strings.Builder
+	now := time.Now()
+	for _, o := range clients {
+		if ids == nil || ids[o.id] {
+			b.WriteString(o.describe(now))
+		}
+	}
+	c.out.BulkString(b.String())
+}
+
+// describe is the client's line in CLIENT LIST, with Redis's fields.
+func (c *client) describe(now time.Time) string {
+	c.info.Lock()
+	defer c.info.Unlock()
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=N db=%d sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=2 lib-name=%s lib-ver=%s\n",
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.info.name,
+		int64(now.Sub(c.created).Seconds()), int64(now.Sub(c.info.lastActive).Seconds()),
+		c.info.db, c.info.multi, c.info.lastCmd, c.info.libName, c.info.libVer)
+}
+
+func configCommand(c *client, args [][]byte) {
+	sub := proto.Lookup([]byte("config")).Sub(args[1])
+	if sub == nil {
+		c.out.Error(proto.ErrUnknownSubcommand(args[1], "CONFIG"))
+		return
+	}
+	if !sub.CheckArity(len(args)) {
+		c.out.Error(proto.ErrArity("config|" + sub.Name))
+		return
+	}
+	switch sub.Name {
+	case "get":
+		cfg := c.s.settings.config()
+		var pairs []string
+		seen := map[string]bool{}
+		for _, pat := range args[2:] {
+			for _, p := range parameters {
+				if !seen[p.name] && store.Match(pat, []byte(p.name), true) {
+					seen[p.name] = true
+					pairs = append(pairs, p.name, p.get(&cfg))
+				}
+			}
+		}
+		c.out.Array(len(pairs))
+		for _, s := range pairs {
+			c.out.BulkString(s)
+		}
+	case "set":
+		configSet(c, args)
+	case "resetstat":
+		c.out.OK()
+	default:
+		c.help("CONFIG",
+			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+			"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+			"RESETSTAT", "    Reset statistics reported by the INFO command.")
+	}
+}
+
+func configSet(c *client, args [][]byte) {
+	if len(args)%2 != 0 {
+		c.out.Error(proto.ErrArity("config|set"))
+		return
+	}
+	err := c.s.settings.update(func(cfg *Config) error {
+		for i := 2; i < len(args); i += 2 {
+			p := findParameter(string(args[i]))
+			if p == nil || p.set == nil {
+				return fmt.Errorf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", args[i])
+			}
+			if !p.set(cfg, string(args[i+1])) {
+				return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument '%s') - argument couldn't be parsed into an integer", args[i])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "ERR ") {
+			msg = "ERR CONFIG SET failed - " + strings.TrimPrefix(msg, "server: ")
+		}
+		c.out.Error(msg)
+		return
+	}
+	c.out.OK()
+}
+
+func infoCommand(c *client, args [][]byte) {
+	want := map[string]bool{}
+	for _, a := range args[1:] {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	sections := []struct {
+		name    string
+		dflt    bool
+		section func(*strings.Builder)
+	}{
+		{"server", true, c.s.infoServer},
+		{"clients", true, c.s.infoClients},
+		{"memory", true, c.s.infoMemory},
+		{"stats", true, c.s.infoStats},
+		{"commandstats", false, c.s.infoCommandStats},
+		{"keyspace", true, c.s.infoKeyspace},
+	}
+	var b strings.Builder
+	for _, sec := range sections {
+		if want[sec.name] || (all && (sec.dflt || !want["default"])) {
+			if b.Len() > 0 {
+				b.WriteString("\r\n")
+			}
+			sec.section(&b)
+		}
+	}
+	c.out.BulkString(b.String())
+}
+
+func (s *Server) infoServer(b *strings.Builder) {
+	cfg := s.settings.config()
+	up := time.Since(s.started)
+	exe, _ := os.Executable()
+	fmt.Fprintf(b, "# Server\r\nredis_version:%s\r\npresenced_version:%s\r\nredis_mode:standalone\r\nos:%s\r\narch_bits:64\r\ngo_version:%s\r\nprocess_id:%d\r\ntcp_port:%d\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\nhz:%d\r\nexecutable:%s\r\n",
+		redisVersion, Version, runtime.GOOS+" "+runtime.GOARCH, runtime.Version(), os.Getpid(), cfg.Port,
+		int64(up.Seconds()), int64(up.Hours()/24), int64(time.Second/cfg.TickInterval), exe)
+}
+
+func (s *Server) infoClients(b *strings.Builder) {
+	fmt.Fprintf(b, "# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\nblocked_clients:0\r\n",
+		len(s.clientList()), s.settings.config().MaxClients)
+}
+
+func (s *Server) infoMemory(b *strings.Builder) {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	fmt.Fprintf(b, "# Memory\r\nused_memory:%d\r\nused_memory_human:%s\r\nused_memory_rss:%d\r\nused_memory_rss_human:%s\r\nused_memory_peak:%d\r\nmem_allocator:go\r\n",
+		m.HeapAlloc, humanBytes(m.HeapAlloc), m.Sys-m.HeapReleased, humanBytes(m.Sys-m.HeapReleased), m.HeapSys)
+}
+
+func (s *Server) infoStats(b *strings.Builder) {
+	var processed int64
+	for _, t := range s.commandTotals() {
+		processed += t.calls
+	}
+	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\nexpired_keys:%d\r\n",
+		s.stats.connections.Load(), processed, s.stats.rejected.Load(), s.store.Stats().ExpiredKeys)
+}
+
+func (s *Server) infoCommandStats(b *strings.Builder) {
+	b.WriteString("# Commandstats\r\n")
+	for i, t := range s.commandTotals() {
+		if t.calls == 0 && t.rejected == 0 {
+			continue
+		}
+		per := 0.0
+		if t.calls > 0 {
+			per = float64(t.usec) / float64(t.calls)
+		}
+		fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
+			proto.Commands[i].Name, t.calls, t.usec, per, t.rejected, t.failed)
+	}
+}
+
+func (s *Server) infoKeyspace(b *strings.Builder) {
+	b.WriteString("# Keyspace\r\n")
+	for _, k := range s.store.Keyspace() {
+		fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", k.DB, k.Keys, k.Expires)
+	}
+}
+
+// humanBytes formats n as Redis's INFO does (e.g. 1.50M).
+func humanBytes(n uint64) string {
+	const unit = 1024.0
+	f := float64(n)
+	for _, suffix := range []string{"B", "K", "M", "G", "T"} {
+		if f < unit || suffix == "T" {
+			if suffix == "B" {
+				return fmt.Sprintf("%dB", n)
+			}
+			return fmt.Sprintf("%.2f%s", f, suffix)
+		}
+		f /= unit
+	}
+	return ""
+}
