@@ -26,14 +26,14 @@ type client struct {
 	id      int64
 	created time.Time
 
-	parser  proto.Parser
-	in      []byte        // input; unparsed bytes are in[start:]
-	out     store.Replies // replies not yet written
-	pending []store.Command
+	parser   proto.Parser
+	in       []byte        // input; unparsed bytes are in[start:]
+	out      store.Replies // replies not yet written
+	pending  []store.Command
 	pendSpec []*proto.Spec // the spec of each pending command
-	db      int
-	authed  bool
-	closing bool // close after writing out
+	db       int
+	authed   bool
+	closing  bool // close after writing out
 
 	multi    bool
 	multiErr bool
@@ -44,10 +44,10 @@ type client struct {
 	info struct {
 		sync.Mutex
 		name, libName, libVer string
-		lastCmd                string
-		lastActive             time.Time
-		db                     int
-		multi                  int
+		lastCmd               string
+		lastActive            time.Time
+		db                    int
+		multi                 int
 	}
 }
 
