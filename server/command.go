@@ -165,7 +165,11 @@ func aclCategories(spec *proto.Spec) []string {
 // writeCommandDocs writes one command's COMMAND DOCS map (as a RESP2
 // array of field, value pairs).
 func writeCommandDocs(w *proto.Writer, spec *proto.Spec) {
+	args := spec.Args()
 	fields := 8
+	if len(args) > 0 {
+		fields += 2
+	}
 	if len(spec.Subcommands) > 0 {
 		fields += 2
 	}
@@ -178,12 +182,62 @@ func writeCommandDocs(w *proto.Writer, spec *proto.Spec) {
 	w.BulkString(spec.Group)
 	w.BulkString("complexity")
 	w.BulkString(spec.Complexity)
+	if len(args) > 0 {
+		w.BulkString("arguments")
+		writeArgs(w, args)
+	}
 	if len(spec.Subcommands) > 0 {
 		w.BulkString("subcommands")
 		w.Array(2 * len(spec.Subcommands))
 		for _, sub := range spec.Subcommands {
 			w.BulkString(sub.FullName())
 			writeCommandDocs(w, sub)
+		}
+	}
+}
+
+// writeArgs writes an "arguments" list of COMMAND DOCS.
+func writeArgs(w *proto.Writer, args []proto.Arg) {
+	w.Array(len(args))
+	for i := range args {
+		a := &args[i]
+		flags := a.Flags()
+		n := 4
+		if a.KeySpecIndex >= 0 {
+			n += 2
+		}
+		if a.Token != "" {
+			n += 2
+		}
+		if len(flags) > 0 {
+			n += 2
+		}
+		if len(a.Args) > 0 {
+			n += 2
+		}
+		w.Array(n)
+		w.BulkString("name")
+		w.BulkString(a.Name)
+		w.BulkString("type")
+		w.BulkString(string(a.Type))
+		if a.KeySpecIndex >= 0 {
+			w.BulkString("key_spec_index")
+			w.Int(int64(a.KeySpecIndex))
+		}
+		if a.Token != "" {
+			w.BulkString("token")
+			w.BulkString(a.Token)
+		}
+		if len(flags) > 0 {
+			w.BulkString("flags")
+			w.Array(len(flags))
+			for _, f := range flags {
+				w.Simple(f)
+			}
+		}
+		if len(a.Args) > 0 {
+			w.BulkString("arguments")
+			writeArgs(w, a.Args)
 		}
 	}
 }
