@@ -1,7 +1,67 @@
 package store
 
+import (
+	"bytes"
+	"math"
+
+	"github.com/presenced/presenced/proto"
+)
+
 var keyCommands = map[string]handler{
-	"del": del,
+	"del":         del,
+	"unlink":      del,
+	"exists":      exists,
+	"touch":       exists,
+	"type":        typeCmd,
+	"keys":        keys,
+	"scan":        scan,
+	"dbsize":      dbsize,
+	"randomkey":   randomkey,
+	"rename":      renameHandler(false),
+	"renamenx":    renameHandler(true),
+	"copy":        copyCmd,
+	"move":        move,
+	"expire":      expireHandler(1000, true),
+	"pexpire":     expireHandler(1, true),
+	"expireat":    expireHandler(1000, false),
+	"pexpireat":   expireHandler(1, false),
+	"ttl":         ttlHandler(false, false),
+	"pttl":        ttlHandler(true, false),
+	"expiretime":  ttlHandler(false, true),
+	"pexpiretime": ttlHandler(true, true),
+	"persist":     persist,
+	"object":      object,
+	"flushdb":     flushdb,
+	"flushall":    flushall,
+	"swapdb":      swapdb,
+}
+
+// Error replies of the keyspace commands, word for word as Redis sends
+// them.
+const (
+	errFirstDB  = "ERR invalid first DB index"
+	errSecondDB = "ERR invalid second DB index"
+	errIntRange = "ERR value is out of range, value must between -2147483648 and 2147483647"
+	errNoLFU    = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+)
+
+// objectHelp is the reply to OBJECT HELP.
+var objectHelp = []string{
+	"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"ENCODING <key>",
+	"    Return the kind of internal representation used in order to store the value",
+	"    associated with a <key>.",
+	"FREQ <key>",
+	"    Return the access frequency index of the <key>. The returned integer is",
+	"    proportional to the logarithm of the recent access frequency of the key.",
+	"IDLETIME <key>",
+	"    Return the idle time of the <key>, that is the approximated number of",
+	"    seconds elapsed since the last access to the key.",
+	"REFCOUNT <key>",
+	"    Return the number of references of the value associated with the specified",
+	"    <key>.",
+	"HELP",
+	"    Prints this help.",
 }
 
 func del(c *ctx, args [][]byte) {
@@ -12,4 +72,226 @@ func del(c *ctx, args [][]byte) {
 		}
 	}
 	c.w.Int(n)
+}
+
+// exists counts the arguments that name a live key, a key named twice
+// counting twice (EXISTS and TOUCH).
+func exists(c *ctx, args [][]byte) {
+	n := int64(0)
+	for _, k := range args[1:] {
+		if c.get(k) != nil {
+			n++
+		}
+	}
+	c.w.Int(n)
+}
+
+func typeCmd(c *ctx, args [][]byte) {
+	if c.get(args[1]) != nil {
+		c.w.Simple("string")
+		return
+	}
+	c.w.Simple("none")
+}
+
+func dbsize(c *ctx, _ [][]byte) {
+	c.w.Int(int64(c.liveKeys()))
+}
+
+// renameHandler returns the handler of RENAME or, with nx, RENAMENX.
+func renameHandler(nx bool) handler {
+	return func(c *ctx, args [][]byte) {
+		src := c.get(args[1])
+		switch {
+		case src == nil:
+			c.w.Error(proto.ErrNoSuchKey)
+		case bytes.Equal(args[1], args[2]):
+			c.replyRenamed(nx, false)
+		case nx && c.get(args[2]) != nil:
+			c.w.Int(0)
+		default:
+			c.db.remove(src)
+			c.putIn(c.dbIndex, string(args[2]), src.v, src.expireAt)
+			c.replyRenamed(nx, true)
+		}
+	}
+}
+
+// replyRenamed replies to RENAME (+OK) or RENAMENX (whether it renamed).
+func (c *ctx) replyRenamed(nx, renamed bool) {
+	switch {
+	case !nx:
+		c.w.OK()
+	case renamed:
+		c.w.Int(1)
+	default:
+		c.w.Int(0)
+	}
+}
+
+// parseInt32 parses a C int argument as Redis's getIntFromObject does.
+func parseInt32(b []byte) (int64, bool) {
+	n, ok := proto.ParseInt(b)
+	return n, ok && n >= math.MinInt32 && n <= math.MaxInt32
+}
+
+// parseDB parses a database index, replying to errors as MOVE and COPY
+// do.
+func (c *ctx) parseDB(b []byte) (int, bool) {
+	n, isInt := proto.ParseInt(b)
+	_, ok := parseInt32(b)
+	switch {
+	case !isInt:
+		c.w.Error(proto.ErrNotInteger)
+	case !ok:
+		c.w.Error(errIntRange)
+	case n < 0 || n >= NumDBs:
+		c.w.Error(proto.ErrDBIndex)
+	default:
+		return int(n), true
+	}
+	return 0, false
+}
+
+func copyCmd(c *ctx, args [][]byte) {
+	dst, replace := c.dbIndex, false
+	for i := 3; i < len(args); i++ {
+		switch {
+		case isOption(args[i], "replace"):
+			replace = true
+		case isOption(args[i], "db") && i+1 < len(args):
+			i++
+			var ok bool
+			if dst, ok = c.parseDB(args[i]); !ok {
+				return
+			}
+		default:
+			c.w.Error(proto.ErrSyntax)
+			return
+		}
+	}
+	if dst == c.dbIndex && bytes.Equal(args[1], args[2]) {
+		c.w.Error(proto.ErrSameObject)
+		return
+	}
+	src := c.get(args[1])
+	if src == nil || (!replace && c.getIn(c.dbAt(dst), args[2]) != nil) {
+		c.w.Int(0)
+		return
+	}
+	v := src.v.clone()
+	if v.encoding() == "int" {
+		v.enc = encUnsharedInt // Redis duplicates the shared integer
+	}
+	c.putIn(dst, string(args[2]), v, src.expireAt)
+	c.w.Int(1)
+}
+
+func move(c *ctx, args [][]byte) {
+	dst, ok := c.parseDB(args[2])
+	if !ok {
+		return
+	}
+	if dst == c.dbIndex {
+		c.w.Error(proto.ErrSameObject)
+		return
+	}
+	e := c.get(args[1])
+	if e == nil || c.getIn(c.dbAt(dst), args[1]) != nil {
+		c.w.Int(0)
+		return
+	}
+	c.db.remove(e)
+	c.putIn(dst, e.key, e.v, e.expireAt)
+	c.w.Int(1)
+}
+
+// object dispatches OBJECT's subcommands, checking their arity.
+func object(c *ctx, args [][]byte) {
+	sub := proto.Lookup(args[0]).Sub(args[1])
+	switch {
+	case sub == nil:
+		c.w.Error(proto.ErrUnknownSubcommand(args[1], "OBJECT"))
+		return
+	case !sub.CheckArity(len(args)):
+		c.w.Error(proto.ErrArity(sub.FullName()))
+		return
+	case sub.Name == "help":
+		c.w.Array(len(objectHelp))
+		for _, line := range objectHelp {
+			c.w.Simple(line)
+		}
+		return
+	case sub.Name == "freq":
+		c.w.Error(errNoLFU)
+		return
+	}
+	e := c.get(args[2])
+	switch {
+	case e == nil:
+		c.w.Null()
+	case sub.Name == "encoding":
+		c.w.BulkString(e.v.encoding())
+	case sub.Name == "refcount":
+		c.w.Int(e.v.refcount())
+	default: // idletime: access times are not tracked
+		c.w.Int(0)
+	}
+}
+
+// flushMode checks the optional ASYNC | SYNC argument of FLUSHDB and
+// FLUSHALL, replying to errors. Both modes flush at once.
+func (c *ctx) flushMode(args [][]byte) bool {
+	if len(args) == 1 || (len(args) == 2 && (isOption(args[1], "async") || isOption(args[1], "sync"))) {
+		return true
+	}
+	c.w.Error(proto.ErrSyntax)
+	return false
+}
+
+func flushdb(c *ctx, args [][]byte) {
+	if c.flushMode(args) {
+		c.s.mu.dbs[c.dbIndex] = newDB()
+		c.w.OK()
+	}
+}
+
+func flushall(c *ctx, args [][]byte) {
+	if !c.flushMode(args) {
+		return
+	}
+	for i := range c.s.mu.dbs {
+		c.s.mu.dbs[i] = newDB()
+	}
+	c.s.mu.expiries = nil
+	c.w.OK()
+}
+
+func swapdb(c *ctx, args [][]byte) {
+	a, ok := parseInt32(args[1])
+	if !ok {
+		c.w.Error(errFirstDB)
+		return
+	}
+	b, ok := parseInt32(args[2])
+	if !ok {
+		c.w.Error(errSecondDB)
+		return
+	}
+	if a < 0 || a >= NumDBs || b < 0 || b >= NumDBs {
+		c.w.Error(proto.ErrDBIndex)
+		return
+	}
+	dbs := &c.s.mu.dbs
+	dbs[a], dbs[b] = dbs[b], dbs[a]
+	// The expiry heap names databases by index: follow the swap.
+	for i := range c.s.mu.expiries {
+		switch it := &c.s.mu.expiries[i]; int64(it.db) {
+		case a:
+			it.db = int(b)
+		case b:
+			it.db = int(a)
+		}
+	}
+	c.w.OK()
 }

@@ -103,7 +103,7 @@ func (c *ctx) putIn(i int, key string, v value, expireAt int64) *entry {
 		d.remove(old)
 	}
 	e := &entry{key: key, v: v}
-	d.keys[key] = e
+	d.add(e)
 	c.setExpireIn(i, e, expireAt)
 	return e
 }

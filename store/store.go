@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/presenced/presenced/proto"
+	"github.com/tidwall/btree"
 )
 
 // NumDBs is the number of databases, as in Redis's default configuration.
@@ -59,14 +60,16 @@ type Store struct {
 
 type db struct {
 	keys     map[string]*entry
-	expiring int // keys with a TTL
+	index    *btree.BTreeG[*entry] // the entries in (hash, key) order, for SCAN, KEYS and RANDOMKEY
+	expiring int                   // keys with a TTL
 }
 
 type entry struct {
 	key      string
 	v        value
-	expireAt int64 // unix ms; 0 when the key has no TTL
-	heapAt   int64 // deadline of this entry's item in the expiry heap; 0 if none
+	expireAt int64  // unix ms; 0 when the key has no TTL
+	heapAt   int64  // deadline of this entry's item in the expiry heap; 0 if none
+	hash     uint64 // keyHash(key), the entry's place in the index
 }
 
 // New returns an empty store.
@@ -78,7 +81,9 @@ func New() *Store {
 	return s
 }
 
-func newDB() *db { return &db{keys: make(map[string]*entry)} }
+func newDB() *db {
+	return &db{keys: make(map[string]*entry), index: newIndex()}
+}
 
 // Apply executes a batch of commands atomically at log time now (unix
 // ms), after first expiring every key whose TTL passed before now. It
@@ -200,4 +205,5 @@ func (d *db) remove(e *entry) {
 		d.expiring--
 	}
 	delete(d.keys, e.key)
+	d.index.Delete(e)
 }

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"math"
 	"math/bits"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/presenced/presenced/proto"
 )
 
 // MaxStringLen is the largest string a key may hold: Redis's default
@@ -18,7 +20,31 @@ type value struct {
 	raw []byte          // the bytes, when bm is nil
 	bm  *roaring.Bitmap // the set bits, in bitmap form
 	n   int64           // the byte length, in bitmap form
+	enc rawEncoding     // how Redis would hold the raw form, for OBJECT
 }
+
+// rawEncoding is what Redis's object encoding of a raw string depends on
+// beyond its bytes.
+type rawEncoding uint8
+
+const (
+	// encAuto: the string was stored whole (SET, INCR...), so Redis chose
+	// "int", "embstr" or "raw" from its content and integers below 10000
+	// share one object.
+	encAuto rawEncoding = iota
+	// encRaw: the string was edited in place (APPEND, SETRANGE), which
+	// leaves Redis's "raw" encoding whatever the content.
+	encRaw
+	// encUnsharedInt: an "int" that COPY duplicated, so never shared.
+	encUnsharedInt
+)
+
+// sharedIntegers is Redis's OBJ_SHARED_INTEGERS: SET and INCR reuse one
+// object for the integers below it.
+const sharedIntegers = 10000
+
+// embstrMaxLen is Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT.
+const embstrMaxLen = 44
 
 func rawValue(b []byte) value { return value{raw: b} }
 
@@ -126,5 +152,75 @@ func (v *value) clone() value {
 	if v.bm != nil {
 		return value{bm: v.bm.Clone(), n: v.n}
 	}
-	return value{raw: append([]byte(nil), v.raw...)}
+	return value{raw: append([]byte(nil), v.raw...), enc: v.enc}
+}
+
+// int parses the string as a 64-bit integer the way Redis's string2ll
+// does, materializing a bitmap only when it is short enough to be one.
+func (v *value) int() (int64, bool) {
+	if v.length() > 20 {
+		return 0, false
+	}
+	return proto.ParseInt(v.bytes())
+}
+
+// encoding is the encoding OBJECT ENCODING reports: Redis's choice for
+// the raw form, "roaring" for the bitmap form.
+func (v *value) encoding() string {
+	switch {
+	case v.bm != nil:
+		return "roaring"
+	case v.enc == encRaw:
+		return "raw"
+	case v.enc == encUnsharedInt:
+		return "int"
+	}
+	if _, ok := v.int(); ok {
+		return "int"
+	}
+	if len(v.raw) <= embstrMaxLen {
+		return "embstr"
+	}
+	return "raw"
+}
+
+// refcount is what OBJECT REFCOUNT reports: Redis's shared integer
+// objects have the largest C int as their count.
+func (v *value) refcount() int64 {
+	if v.bm != nil || v.enc != encAuto {
+		return 1
+	}
+	if n, ok := v.int(); ok && n >= 0 && n < sharedIntegers {
+		return math.MaxInt32
+	}
+	return 1
+}
+
+// appendBytes appends b to the string, keeping its form.
+func (v *value) appendBytes(b []byte) {
+	if v.bm != nil {
+		addBytes(v.bm, b, uint64(v.n)*8)
+		v.n += int64(len(b))
+		return
+	}
+	v.raw = append(v.raw, b...)
+	v.enc = encRaw
+}
+
+// setRange overwrites the string from byte off with b, growing it with
+// zero bytes as needed, and keeps its form. off+len(b) must be within
+// MaxStringLen.
+func (v *value) setRange(off int64, b []byte) {
+	end := off + int64(len(b))
+	if v.bm != nil {
+		v.bm.RemoveRange(uint64(off)*8, uint64(end)*8)
+		addBytes(v.bm, b, uint64(off)*8)
+		v.n = max(v.n, end)
+		return
+	}
+	if end > int64(len(v.raw)) {
+		v.raw = append(v.raw, make([]byte, end-int64(len(v.raw)))...)
+	}
+	copy(v.raw[off:], b)
+	v.enc = encRaw
 }
