@@ -1,0 +1,455 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/presenced/presenced/proto"
+	"github.com/presenced/presenced/server/redisserver"
+)
+
+// The differential test sends the same commands to presenced and to a real
+// redis-server and requires byte-identical replies: Redis's replies and
+// error texts are the contract. Commands come from seeded generators
+// (diffgen_test.go) and from the regression scripts in testdata/diff.
+
+// diffTarget is one side of the comparison: a RESP connection that sends a
+// command and returns the raw bytes of its one reply.
+type diffTarget struct {
+	name string
+	conn net.Conn
+	r    *bufio.Reader
+	buf  []byte
+}
+
+// dialTarget connects to a RESP server at addr; the connection is closed
+// when the test ends.
+func dialTarget(tb testing.TB, name, addr string) *diffTarget {
+	tb.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	return &diffTarget{name: name, conn: conn, r: bufio.NewReader(conn)}
+}
+
+// replyTimeout bounds the wait for one reply, so that a server that does
+// not answer fails the test instead of hanging it.
+const replyTimeout = 10 * time.Second
+
+// do sends args as a RESP array and reads one reply's raw bytes.
+func (d *diffTarget) do(args [][]byte) ([]byte, error) {
+	d.buf = appendCommand(d.buf[:0], args)
+	if err := d.conn.SetDeadline(time.Now().Add(replyTimeout)); err != nil {
+		return nil, err
+	}
+	if _, err := d.conn.Write(d.buf); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.name, err)
+	}
+	reply, err := readReply(d.r, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.name, err)
+	}
+	return reply, nil
+}
+
+// appendCommand encodes args as a RESP array of bulk strings.
+func appendCommand(b []byte, args [][]byte) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(args)), 10)
+	b = append(b, "\r\n"...)
+	for _, a := range args {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, "\r\n"...)
+		b = append(b, a...)
+		b = append(b, "\r\n"...)
+	}
+	return b
+}
+
+// errBadReply is a reply that is not well-formed RESP2.
+var errBadReply = errors.New("malformed reply")
+
+// readReply appends the raw bytes of exactly one RESP2 reply (simple
+// string, error, integer, bulk string or array, nested arrays and null
+// bulks/arrays included) to b.
+func readReply(r *bufio.Reader, b []byte) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		return b, err
+	}
+	b = append(b, line...)
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return b, fmt.Errorf("%w: line %q", errBadReply, line)
+	}
+	body := line[1 : len(line)-2]
+	switch line[0] {
+	case '+', '-':
+		return b, nil
+	case ':':
+		if _, err := strconv.ParseInt(string(body), 10, 64); err != nil {
+			return b, fmt.Errorf("%w: integer %q", errBadReply, line)
+		}
+		return b, nil
+	case '$', '*':
+	default:
+		return b, fmt.Errorf("%w: type byte in %q", errBadReply, line)
+	}
+	n, err := strconv.Atoi(string(body))
+	if err != nil || n < -1 {
+		return b, fmt.Errorf("%w: length in %q", errBadReply, line)
+	}
+	if line[0] == '$' {
+		if n < 0 {
+			return b, nil
+		}
+		start := len(b)
+		b = append(b, make([]byte, n+2)...)
+		if _, err := io.ReadFull(r, b[start:]); err != nil {
+			return b, err
+		}
+		if !bytes.HasSuffix(b, []byte("\r\n")) {
+			return b, fmt.Errorf("%w: bulk of %d bytes not followed by CRLF", errBadReply, n)
+		}
+		return b, nil
+	}
+	for range n {
+		if b, err = readReply(r, b); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// arrayElements splits the raw bytes of an array reply into its header
+// line and the raw bytes of each element; ok is false for other replies.
+func arrayElements(raw []byte) (header []byte, elems [][]byte, ok bool) {
+	if len(raw) == 0 || raw[0] != '*' {
+		return nil, nil, false
+	}
+	r := bufio.NewReader(bytes.NewReader(raw))
+	header, err := r.ReadSlice('\n')
+	if err != nil {
+		return nil, nil, false
+	}
+	header = slices.Clone(header)
+	n, _ := strconv.Atoi(string(header[1 : len(header)-2]))
+	for range n {
+		e, err := readReply(r, nil)
+		if err != nil {
+			return nil, nil, false
+		}
+		elems = append(elems, e)
+	}
+	return header, elems, true
+}
+
+// Expiry times given relative to the clock (EX, PX, EXPIRE, SETEX...) land
+// on different milliseconds in the two servers, so replies that report
+// them are normalised before the comparison; everything else is compared
+// exactly. The generators keep relative times below maxRelativeExpiry and
+// absolute ones (EXAT, PXAT, EXPIREAT, PEXPIREAT) far outside that window.
+const maxRelativeExpiry = 100000 * time.Second
+
+// normalise rewrites the clock-dependent part of a reply to args:
+//   - TTL and PTTL: only the class is compared, -2 (no key), -1 (no
+//     expiry) or positive, because a TTL counts down.
+//   - EXPIRETIME and PEXPIRETIME: exact, unless the time falls within
+//     maxRelativeExpiry of now, i.e. came from a relative expiry; then
+//     only that fact is compared.
+//   - KEYS: elements sorted by their encoding, since key order is
+//     unspecified.
+func normalise(args [][]byte, reply []byte) []byte {
+	switch strings.ToUpper(string(args[0])) {
+	case "TTL", "PTTL":
+		if n, ok := intReply(reply); ok && n > 0 {
+			return []byte(":<positive>\r\n")
+		}
+	case "EXPIRETIME", "PEXPIRETIME":
+		unit := time.Second
+		if len(args[0]) == len("PEXPIRETIME") {
+			unit = time.Millisecond
+		}
+		if n, ok := intReply(reply); ok && n > 0 && isRelativeTime(time.Duration(n)*unit) {
+			return []byte(":<relative>\r\n")
+		}
+	case "KEYS":
+		if header, elems, ok := arrayElements(reply); ok {
+			slices.SortFunc(elems, bytes.Compare)
+			return slices.Concat(append([][]byte{header}, elems...)...)
+		}
+	}
+	return reply
+}
+
+// isRelativeTime reports whether a unix time is one a relative expiry set
+// during this test can have produced.
+func isRelativeTime(t time.Duration) bool {
+	now := time.Duration(time.Now().UnixNano())
+	return t > now-time.Minute && t < now+maxRelativeExpiry+time.Minute
+}
+
+// intReply parses an integer reply.
+func intReply(reply []byte) (int64, bool) {
+	if len(reply) < 4 || reply[0] != ':' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(reply[1:len(reply)-2]), 10, 64)
+	return n, err == nil
+}
+
+// differ runs commands on a reference server and on the server under test
+// and reports the first reply that differs.
+type differ struct {
+	t          *testing.T
+	ref, sut   *diffTarget
+	mismatches int
+}
+
+// maxMismatches caps the mismatches reported by one test, so that one
+// systematic difference does not bury the others.
+const maxMismatches = 40
+
+// run sends each command of one sequence to both servers, after FLUSHALL
+// and SELECT 0, and reports the commands whose replies differ. label names
+// the sequence (its seed or script file). With stopAtFirst, the sequence
+// ends at its first mismatch, since the states may have diverged and what
+// follows is noise; scripts, whose lines each check one thing, go on.
+func (d *differ) run(label string, cmds [][][]byte, stopAtFirst bool) {
+	d.t.Helper()
+	setup := [][][]byte{argv("SELECT", "0"), argv("FLUSHALL")}
+	for i, args := range slices.Concat(setup, cmds) {
+		refReply, err := d.ref.do(args)
+		if err != nil {
+			d.t.Fatalf("%s: %s: %v", label, formatCommand(args), err)
+		}
+		sutReply, err := d.sut.do(args)
+		if err != nil {
+			d.t.Fatalf("%s: %s: %v", label, formatCommand(args), err)
+		}
+		if bytes.Equal(normalise(args, refReply), normalise(args, sutReply)) {
+			continue
+		}
+		d.mismatches++
+		if d.mismatches > maxMismatches {
+			d.t.Fatalf("more than %d mismatches; stopping", maxMismatches)
+		}
+		msg := fmt.Sprintf("%s: replies differ\ncommand:  %s\n%-9s %s\n%-9s %s",
+			label, formatCommand(args), d.ref.name+":", clip(refReply), d.sut.name+":", clip(sutReply))
+		if stopAtFirst {
+			msg += "\nafter FLUSHALL"
+			for j, prev := range cmds[:max(0, i-len(setup))] {
+				if j == 0 {
+					msg += " and:"
+				}
+				msg += "\n    " + formatCommand(prev)
+			}
+		}
+		d.t.Error(msg)
+		if stopAtFirst {
+			return
+		}
+	}
+}
+
+// clip quotes a reply for a report, shortening long ones.
+func clip(reply []byte) string {
+	const limit = 200
+	if len(reply) <= limit {
+		return strconv.Quote(string(reply))
+	}
+	return fmt.Sprintf("%q... (%d bytes)", reply[:limit], len(reply))
+}
+
+// argv turns words into command arguments.
+func argv(words ...string) [][]byte {
+	args := make([][]byte, len(words))
+	for i, w := range words {
+		args[i] = []byte(w)
+	}
+	return args
+}
+
+// formatCommand writes args in the inline syntax proto.SplitArgs reads
+// back, quoting arguments that need it, so a failing command can be pasted
+// into a testdata/diff script or redis-cli. Arguments longer than
+// maxShownArg bytes are cut short and marked, to keep reports readable;
+// the seed replays them.
+func formatCommand(args [][]byte) string {
+	const maxShownArg = 64
+	var b strings.Builder
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if len(a) > maxShownArg {
+			fmt.Fprintf(&b, "%s...(%d bytes)", quoteArg(a[:maxShownArg]), len(a))
+			continue
+		}
+		b.WriteString(quoteArg(a))
+	}
+	return b.String()
+}
+
+// quoteArg returns a as is when it has no blanks, quotes or special bytes,
+// and otherwise in double quotes with \xHH escapes.
+func quoteArg(a []byte) string {
+	plain := len(a) > 0
+	for _, c := range a {
+		if c <= ' ' || c >= 0x7f || c == '"' || c == '\'' || c == '\\' {
+			plain = false
+		}
+	}
+	if plain {
+		return string(a)
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, c := range a {
+		if c < ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			fmt.Fprintf(&b, `\x%02x`, c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// newDiffer starts a redis-server (the reference) and an in-process
+// presenced (the server under test) and connects to both.
+func newDiffer(t *testing.T) *differ {
+	t.Helper()
+	ref := redisserver.StartForTest(t, redisserver.Options{})
+	return &differ{
+		t:   t,
+		ref: dialTarget(t, "redis", ref.Addr()),
+		sut: dialTarget(t, "presenced", startPresenced(t)),
+	}
+}
+
+// startPresenced starts presenced on a free loopback port for the length
+// of the test and returns its address.
+func startPresenced(t *testing.T) string {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Bind = "127.0.0.1"
+	cfg.Port = 0
+	cfg.Dir = t.TempDir()
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv.Addr()
+}
+
+// TestDiffScripts replays the regression scripts in testdata/diff: one
+// command per line in inline syntax, '#' starts a comment line. Each file
+// starts from an empty keyspace.
+func TestDiffScripts(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "diff", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts in testdata/diff: %v", err)
+	}
+	d := newDiffer(t)
+	for _, file := range files {
+		cmds, err := readScript(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.run(file, cmds, false)
+	}
+}
+
+// readScript reads a script file into commands.
+func readScript(file string) ([][][]byte, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var cmds [][][]byte
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		args, ok := proto.SplitArgs([]byte(line))
+		if !ok || len(args) == 0 {
+			return nil, fmt.Errorf("%s:%d: cannot split %q", file, i+1, line)
+		}
+		cmds = append(cmds, args)
+	}
+	return cmds, nil
+}
+
+func TestReadReply(t *testing.T) {
+	replies := []string{
+		"+OK\r\n",
+		"-ERR syntax error\r\n",
+		":-42\r\n",
+		"$-1\r\n",
+		"*-1\r\n",
+		"$0\r\n\r\n",
+		"$4\r\na\r\nb\r\n",
+		"*0\r\n",
+		"*3\r\n:1\r\n*2\r\n$1\r\nx\r\n$-1\r\n*1\r\n*0\r\n",
+	}
+	stream := strings.Join(replies, "")
+	r := bufio.NewReader(strings.NewReader(stream))
+	for _, want := range replies {
+		got, err := readReply(r, nil)
+		if err != nil || string(got) != want {
+			t.Fatalf("readReply = %q, %v; want %q", got, err, want)
+		}
+	}
+	for _, bad := range []string{"OK\r\n", ":1x\r\n", "$3\r\nabcd\r\n", "*2\r\n:1\r\n", "$-2\r\n", "+OK\n"} {
+		if got, err := readReply(bufio.NewReader(strings.NewReader(bad)), nil); err == nil {
+			t.Errorf("readReply(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+func TestNormalise(t *testing.T) {
+	soon := strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)
+	tests := []struct{ cmd, reply, want string }{
+		{"TTL", ":57\r\n", ":<positive>\r\n"},
+		{"pttl", ":-2\r\n", ":-2\r\n"},
+		{"TTL", ":-1\r\n", ":-1\r\n"},
+		{"EXPIRETIME", ":" + soon + "\r\n", ":<relative>\r\n"},
+		{"PEXPIRETIME", ":" + soon + "000\r\n", ":<relative>\r\n"},
+		{"EXPIRETIME", ":3000000000\r\n", ":3000000000\r\n"},
+		{"PEXPIRETIME", ":" + soon + "\r\n", ":" + soon + "\r\n"},
+		{"KEYS", "*3\r\n$1\r\nb\r\n$2\r\nab\r\n$1\r\na\r\n", "*3\r\n$1\r\na\r\n$1\r\nb\r\n$2\r\nab\r\n"},
+		{"GET", ":5\r\n", ":5\r\n"},
+	}
+	for _, tt := range tests {
+		if got := normalise(argv(tt.cmd, "k"), []byte(tt.reply)); string(got) != tt.want {
+			t.Errorf("normalise(%s, %q) = %q, want %q", tt.cmd, tt.reply, got, tt.want)
+		}
+	}
+}
+
+func TestFormatCommandRoundTrip(t *testing.T) {
+	args := argv("SET", "plain", "", "with space", "q\"uote", "it's", "back\\slash", "\x00\xff\r\n\t", "#")
+	got, ok := proto.SplitArgs([]byte(formatCommand(args)))
+	if !ok || !slices.EqualFunc(got, args, bytes.Equal) {
+		t.Fatalf("SplitArgs(formatCommand(%q)) = %q, %v", args, got, ok)
+	}
+}
