@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildPresenced builds cmd/presenced into a temporary directory.
+func buildPresenced(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "presenced")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/presenced/presenced/cmd/presenced").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building presenced: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// needRedis skips the test when redis-server is missing, except under CI.
+func needRedis(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is required under CI:", err)
+		}
+		t.Skip("redis-server not installed:", err)
+	}
+}
+
+// wantRows are the rows of every report, by group title.
+var wantRows = map[string][]string{
+	"Heartbeats":              {"SETBIT heartbeat, pipeline 64", "SETBIT heartbeat, pipeline 1", "GETBIT, pipeline 64"},
+	"BITCOUNT of a whole key": {"BITCOUNT, 20k ids in 1M", "BITCOUNT, 500k ids in 1M"},
+	"Memory for the data": {"20k random ids in a 1M-id space", "500k random ids in a 1M-id space",
+		"50k random ids in a 40M-id space"},
+}
+
+// TestQuickRun runs the whole benchmark in quick mode against real
+// servers and checks that the report has every row, sane figures and
+// ratios that match them. It asserts nothing about speed.
+func TestQuickRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers and loads data")
+	}
+	needRedis(t)
+	bin := buildPresenced(t)
+	out := filepath.Join(t.TempDir(), "RESULTS.md")
+	args := []string{"-quick", "-presenced", bin, "-out", out}
+	o, err := parseOptions(args, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	rep, err := run(o, commandLine(args), os.Stdout, &log)
+	if err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, log.String())
+	}
+	md, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(md)
+	for _, want := range []string{"go run ./bench -quick", "| redis-server | 7.", "| Go | go1."} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if len(rep.Groups) != len(wantRows) {
+		t.Errorf("%d groups, want %d", len(rep.Groups), len(wantRows))
+	}
+	for _, g := range rep.Groups {
+		var names []string
+		for _, r := range g.Rows {
+			names = append(names, r.Workload)
+			checkRow(t, o.cfg, g, r)
+			checkRendered(t, text, g, r)
+		}
+		if want := wantRows[g.Title]; fmt.Sprint(names) != fmt.Sprint(want) {
+			t.Errorf("group %q has rows %q, want %q", g.Title, names, want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s\nlog:\n%s", md, log.String())
+	}
+}
+
+// checkRow checks that a row's figures are plausible.
+func checkRow(t *testing.T, cfg Config, g Group, r Row) {
+	t.Helper()
+	if r.Ratio() != r.Presenced.Value/r.Redis.Value {
+		t.Errorf("%s: ratio %v, want %v / %v", r.Workload, r.Ratio(), r.Presenced.Value, r.Redis.Value)
+	}
+	for i, m := range []Measurement{r.Presenced, r.Redis} {
+		who := serverNames[i]
+		if m.Value <= 0 {
+			t.Errorf("%s on %s: figure %v, want > 0", r.Workload, who, m.Value)
+		}
+		if !g.Throughput {
+			continue
+		}
+		if m.P50 <= 0 || m.P99 < m.P50 {
+			t.Errorf("%s on %s: p50 %v, p99 %v", r.Workload, who, m.P50, m.P99)
+		}
+		if m.GenCPU <= 0 {
+			t.Errorf("%s on %s: load generator used no CPU", r.Workload, who)
+		}
+	}
+	// Redis's string for the sparse data set spans the whole id space.
+	if r.Workload == wantRows["Memory for the data"][2] && r.Redis.Value < float64(cfg.WideSpace/8)*0.9 {
+		t.Errorf("%s: redis grew by %v bytes, less than its %d-byte string", r.Workload, r.Redis.Value, cfg.WideSpace/8)
+	}
+}
+
+// checkRendered checks that the Markdown table row of r shows its
+// figures, its ratio and whether the target is met.
+func checkRendered(t *testing.T, md string, g Group, r Row) {
+	t.Helper()
+	value := formatBytes
+	if g.Throughput {
+		value = formatOps
+	}
+	met := "no"
+	if r.Target.Met(r.Ratio()) {
+		met = "yes"
+	}
+	want := fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", r.Workload, value(r.Presenced.Value),
+		value(r.Redis.Value), formatRatio(r.Ratio()), r.Target, met)
+	if !strings.Contains(md, want) {
+		t.Errorf("report lacks the line %q", want)
+	}
+}

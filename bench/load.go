@@ -1,0 +1,189 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+)
+
+// loadSpec is one run of the load generator against one server.
+type loadSpec struct {
+	tmpl     template
+	pipeline int // commands per round trip
+	conns    int
+	// ids returns the id source of connection i; nil when the command
+	// has no integer argument.
+	ids func(i int) idSource
+	// Either duration > 0 (run that long) or count > 0 (send exactly
+	// count commands, split evenly over the connections).
+	duration time.Duration
+	count    uint64
+}
+
+// loadResult is what one run measured.
+type loadResult struct {
+	ops     uint64
+	elapsed time.Duration // from the start to the last reply
+	rtt     histogram     // pipeline round-trip times
+	genCPU  time.Duration // CPU time of this process during the run
+	srvCPU  time.Duration // CPU time of the server during the run
+}
+
+// opsPerSec is the run's throughput.
+func (r *loadResult) opsPerSec() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.ops) / r.elapsed.Seconds()
+}
+
+// worker drives one connection. Its buffers are allocated before the run
+// starts; the loop itself does not allocate.
+type worker struct {
+	conn     net.Conn
+	rd       *respReader
+	wbuf     []byte
+	tmpl     *template
+	ids      idSource
+	pipeline int
+	limit    uint64 // commands to send; 0 means until the deadline
+	sent     uint64
+	rtt      histogram
+	end      time.Time // when the last reply arrived
+	err      error
+}
+
+// run sends pipelines of commands and reads their replies until the limit
+// is reached or the deadline (when not zero) has passed.
+func (w *worker) run(start <-chan struct{}, deadline time.Time) {
+	<-start
+	for w.limit == 0 || w.sent < w.limit {
+		n := uint64(w.pipeline)
+		if w.limit > 0 {
+			n = min(n, w.limit-w.sent)
+		}
+		buf := w.wbuf[:0]
+		for range n {
+			var id uint64
+			if w.ids != nil {
+				id = w.ids.next()
+			}
+			buf = w.tmpl.append(buf, id)
+		}
+		w.wbuf = buf
+		t0 := time.Now()
+		if _, err := w.conn.Write(buf); err != nil {
+			w.err = err
+			return
+		}
+		for range n {
+			if err := w.rd.skip(); err != nil {
+				w.err = err
+				return
+			}
+		}
+		w.end = time.Now()
+		w.rtt.record(w.end.Sub(t0))
+		w.sent += n
+		if !deadline.IsZero() && w.end.After(deadline) {
+			return
+		}
+	}
+}
+
+// drive runs spec against the server at addr (process pid) and merges the
+// connections' results.
+func drive(addr string, pid int, spec loadSpec) (*loadResult, error) {
+	workers := make([]*worker, spec.conns)
+	defer func() {
+		for _, w := range workers {
+			if w != nil {
+				w.conn.Close()
+			}
+		}
+	}()
+	// The connection deadline only guards against a hung server.
+	guard := time.Now().Add(spec.duration + time.Hour)
+	for i := range workers {
+		conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		_ = conn.SetDeadline(guard)
+		w := &worker{
+			conn: conn, rd: newRespReader(conn, 64<<10), tmpl: &spec.tmpl,
+			pipeline: spec.pipeline, wbuf: make([]byte, 0, spec.pipeline*64),
+		}
+		if spec.ids != nil {
+			w.ids = spec.ids(i)
+		}
+		if spec.count > 0 {
+			// Connection i sends its share of the count.
+			n := uint64(spec.conns)
+			w.limit = spec.count*uint64(i+1)/n - spec.count*uint64(i)/n
+			if w.limit == 0 {
+				w.conn.Close()
+				continue
+			}
+		}
+		workers[i] = w
+	}
+	srvBefore, err := processCPU(pid)
+	if err != nil {
+		return nil, err
+	}
+	genBefore := selfCPU()
+	startCh := make(chan struct{})
+	done := make(chan struct{})
+	running := 0
+	begin := time.Now()
+	var deadline time.Time
+	if spec.duration > 0 {
+		deadline = begin.Add(spec.duration)
+	}
+	for _, w := range workers {
+		if w != nil {
+			running++
+			go func() {
+				w.run(startCh, deadline)
+				done <- struct{}{}
+			}()
+		}
+	}
+	close(startCh)
+	for range running {
+		<-done
+	}
+	res := &loadResult{genCPU: selfCPU() - genBefore}
+	srvAfter, err := processCPU(pid)
+	if err != nil {
+		return nil, err
+	}
+	res.srvCPU = srvAfter - srvBefore
+	var last time.Time
+	for _, w := range workers {
+		if w == nil {
+			continue
+		}
+		if w.err != nil {
+			return nil, fmt.Errorf("connection to %s: %w", addr, w.err)
+		}
+		res.ops += w.sent
+		res.rtt.merge(&w.rtt)
+		if w.end.After(last) {
+			last = w.end
+		}
+	}
+	res.elapsed = last.Sub(begin)
+	return res, nil
+}
+
+// selfCPU returns the user and system CPU time this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Target is a bound on the ratio presenced / redis-server.
+type Target struct {
+	AtLeast bool    // the ratio must be >= Ratio; otherwise <= Ratio
+	Ratio   float64 // the bound
+}
+
+// String renders the target as in the issue, e.g. "≥ 1.0×".
+func (t Target) String() string {
+	op := "≤"
+	if t.AtLeast {
+		op = "≥"
+	}
+	return fmt.Sprintf("%s %s×", op, trimFloat(t.Ratio))
+}
+
+// Met reports whether ratio satisfies the target; an undefined ratio
+// (NaN) never does.
+func (t Target) Met(ratio float64) bool {
+	if math.IsNaN(ratio) {
+		return false
+	}
+	if t.AtLeast {
+		return ratio >= t.Ratio
+	}
+	return ratio <= t.Ratio
+}
+
+// Measurement is one server's figure for a row: ops/s for throughput
+// rows, bytes for memory rows.
+type Measurement struct {
+	Value    float64
+	P50, P99 time.Duration // round-trip latency; zero for memory rows
+	GenCPU   float64       // cores used by the load generator (throughput rows)
+	SrvCPU   float64       // cores used by the server (throughput rows)
+}
+
+// Row is one workload measured on both servers.
+type Row struct {
+	Workload  string
+	Presenced Measurement
+	Redis     Measurement
+	Target    Target
+}
+
+// Ratio is presenced / redis-server, NaN when the redis figure is not
+// positive.
+func (r Row) Ratio() float64 {
+	if r.Redis.Value <= 0 {
+		return math.NaN()
+	}
+	return r.Presenced.Value / r.Redis.Value
+}
+
+// Group is one table of the report.
+type Group struct {
+	Title      string
+	Note       string // a sentence under the title
+	Throughput bool   // rows are ops/s with latencies; otherwise bytes
+	Rows       []Row
+}
+
+// Machine describes where the benchmark ran.
+type Machine struct {
+	CPU          string
+	Cores        int
+	GoVersion    string
+	RedisVersion string
+	// LoadStart and LoadEnd are the 1-minute load averages when the run
+	// started and ended; above the core count, other processes competed
+	// for the CPU.
+	LoadStart, LoadEnd string
+}
+
+// Report is the whole benchmark result.
+type Report struct {
+	Machine  Machine
+	Date     time.Time
+	Command  string
+	Settings string
+	Groups   []Group
+	Notes    []string
+}
+
+// Markdown renders the report.
+func (rep *Report) Markdown() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# presenced vs redis-server\n\n")
+	fmt.Fprintf(&b, "Produced by `%s` on %s.\n\n", rep.Command, rep.Date.UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "| machine | |\n|---|---|\n")
+	fmt.Fprintf(&b, "| CPU | %s, %d cores (shared by both servers and the load generator) |\n", rep.Machine.CPU, rep.Machine.Cores)
+	fmt.Fprintf(&b, "| Go | %s |\n", rep.Machine.GoVersion)
+	fmt.Fprintf(&b, "| redis-server | %s |\n", rep.Machine.RedisVersion)
+	fmt.Fprintf(&b, "| load average at start / end | %s / %s |\n", rep.Machine.LoadStart, rep.Machine.LoadEnd)
+	fmt.Fprintf(&b, "| settings | %s |\n\n", rep.Settings)
+	b.WriteString("Ratio is presenced / redis-server from the same run; a target is met when the ratio is on its side of the bound.\n")
+	for _, g := range rep.Groups {
+		fmt.Fprintf(&b, "\n## %s\n\n", g.Title)
+		if g.Note != "" {
+			fmt.Fprintf(&b, "%s\n\n", g.Note)
+		}
+		g.writeTable(&b)
+	}
+	if cpu := rep.cpuTable(); cpu != "" {
+		b.WriteString("\n## CPU use during the throughput runs\n\n")
+		b.WriteString("Cores used (CPU seconds per wall second, medians) by the server and by the load generator; the two share the machine, so a generator near the server's figure is part of the limit.\n\n")
+		b.WriteString(cpu)
+	}
+	if len(rep.Notes) > 0 {
+		b.WriteString("\n## Notes\n\n")
+		for _, n := range rep.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
+	return b.Bytes()
+}
+
+func (g *Group) writeTable(b *bytes.Buffer) {
+	if g.Throughput {
+		b.WriteString("| workload | presenced ops/s | redis ops/s | ratio | target | met | presenced p50 | presenced p99 | redis p50 | redis p99 |\n")
+		b.WriteString("|---|--:|--:|--:|---|---|--:|--:|--:|--:|\n")
+	} else {
+		b.WriteString("| workload | presenced | redis | ratio | target | met |\n")
+		b.WriteString("|---|--:|--:|--:|---|---|\n")
+	}
+	for _, r := range g.Rows {
+		ratio := r.Ratio()
+		met := "no"
+		if r.Target.Met(ratio) {
+			met = "yes"
+		}
+		value := formatBytes
+		if g.Throughput {
+			value = formatOps
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |", r.Workload, value(r.Presenced.Value),
+			value(r.Redis.Value), formatRatio(ratio), r.Target, met)
+		if g.Throughput {
+			fmt.Fprintf(b, " %s | %s | %s | %s |", formatDuration(r.Presenced.P50), formatDuration(r.Presenced.P99),
+				formatDuration(r.Redis.P50), formatDuration(r.Redis.P99))
+		}
+		b.WriteByte('\n')
+	}
+}
+
+// cpuTable renders the CPU use of every throughput row, or "" when there
+// is none.
+func (rep *Report) cpuTable() string {
+	var b strings.Builder
+	for _, g := range rep.Groups {
+		if !g.Throughput {
+			continue
+		}
+		for _, r := range g.Rows {
+			if b.Len() == 0 {
+				b.WriteString("| workload | presenced | generator (vs presenced) | redis | generator (vs redis) |\n|---|--:|--:|--:|--:|\n")
+			}
+			fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.2f | %.2f |\n", r.Workload,
+				r.Presenced.SrvCPU, r.Presenced.GenCPU, r.Redis.SrvCPU, r.Redis.GenCPU)
+		}
+	}
+	return b.String()
+}
+
+func formatOps(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func formatBytes(v float64) string {
+	switch {
+	case math.Abs(v) >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", v/(1<<20))
+	case math.Abs(v) >= 1<<10:
+		return fmt.Sprintf("%.0f KiB", v/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", v)
+}
+
+// formatRatio shows three significant digits, so a ratio just past its
+// bound does not print as the bound.
+func formatRatio(r float64) string {
+	if math.IsNaN(r) {
+		return "n/a"
+	}
+	decimals := 0
+	for lim := 100.0; decimals < 6 && math.Abs(r) < lim; lim /= 10 {
+		decimals++
+	}
+	return strconv.FormatFloat(r, 'f', decimals, 64) + "×"
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+}
+
+// trimFloat formats v with at least one decimal and no trailing zeros
+// beyond it: 1 -> "1.0", 0.05 -> "0.05".
+func trimFloat(v float64) string {
+	s := fmt.Sprintf("%.4f", v)
+	s = strings.TrimRight(s, "0")
+	if strings.HasSuffix(s, ".") {
+		s += "0"
+	}
+	return s
+}

@@ -1,0 +1,465 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config sets what the benchmark measures.
+type Config struct {
+	// Presenced is the path of the presenced binary.
+	Presenced string
+	// Duration is the length of one throughput run against one server.
+	Duration time.Duration
+	// Reps is how many runs each server gets per throughput workload; the
+	// report shows medians.
+	Reps int
+	// Conns is the number of load connections of a throughput run.
+	Conns int
+	// Space is the id space of heartbeats and of the BITCOUNT data sets.
+	Space uint64
+	// WideSpace is the id space of the sparse memory data set (below 2^32,
+	// Redis's largest bit offset + 1).
+	WideSpace uint64
+	// SmallIDs and LargeIDs are the ids set in Space for the small and
+	// large data sets; WideIDs those set in WideSpace.
+	SmallIDs, LargeIDs, WideIDs uint64
+	// LoadConns and LoadPipeline shape the SETBIT traffic that loads a
+	// data set.
+	LoadConns, LoadPipeline int
+	// SettleInterval is the pause between RSS readings while waiting for
+	// RSS to stop changing; SettleTimeout bounds that wait.
+	SettleInterval, SettleTimeout time.Duration
+	// Seed makes the ids of a run reproducible.
+	Seed uint64
+}
+
+// DefaultConfig is the full benchmark of the issue.
+func DefaultConfig() Config {
+	return Config{
+		Presenced: "bin/presenced",
+		Duration:  5 * time.Second, Reps: 3, Conns: 50,
+		Space: 100_000_000, WideSpace: 4_000_000_000,
+		SmallIDs: 2_000_000, LargeIDs: 50_000_000, WideIDs: 5_000_000,
+		LoadConns: 4, LoadPipeline: 1000,
+		SettleInterval: 100 * time.Millisecond, SettleTimeout: 10 * time.Second,
+		Seed: 1,
+	}
+}
+
+// QuickConfig is a short run with small data sets, to check that the
+// benchmark works; its figures mean little.
+func QuickConfig() Config {
+	c := DefaultConfig()
+	c.Duration, c.Reps = 200*time.Millisecond, 1
+	c.Space, c.WideSpace = 1_000_000, 40_000_000
+	c.SmallIDs, c.LargeIDs, c.WideIDs = 20_000, 500_000, 50_000
+	c.SettleInterval, c.SettleTimeout = 20*time.Millisecond, 2*time.Second
+	return c
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Presenced == "":
+		return errors.New("bench: no presenced binary given")
+	case c.Duration <= 0 || c.Reps < 1 || c.Conns < 1:
+		return errors.New("bench: duration, repetitions and connections must be positive")
+	case c.Space == 0 || c.WideSpace == 0 || c.WideSpace > 1<<32:
+		return errors.New("bench: id spaces must be between 1 and 2^32")
+	case c.SmallIDs > c.Space || c.LargeIDs > c.Space || c.WideIDs > c.WideSpace:
+		return errors.New("bench: a data set has more ids than its id space")
+	case c.LoadConns < 1 || c.LoadPipeline < 1:
+		return errors.New("bench: load connections and pipeline must be positive")
+	case c.SettleInterval <= 0 || c.SettleTimeout < c.SettleInterval:
+		return errors.New("bench: the settle timeout must be at least one interval")
+	}
+	return nil
+}
+
+// Keys of the benchmark: heartbeats go to one key, data sets to another.
+const (
+	heartbeatKey = "online:bitmap:0"
+	datasetKey   = "online:bitmap:1"
+)
+
+// Targets from the issue: presenced / redis-server.
+var (
+	targetHeartbeat = Target{AtLeast: true, Ratio: 1}
+	targetBitcount  = Target{AtLeast: true, Ratio: 100}
+	targetMemSmall  = Target{Ratio: 0.5}
+	targetMemLarge  = Target{Ratio: 1.1}
+	targetMemWide   = Target{Ratio: 0.05}
+)
+
+// pair is one presenced and one redis-server, in that order.
+type pair [2]server
+
+// serverNames names the members of a pair, for messages.
+var serverNames = [2]string{"presenced", "redis-server"}
+
+func startPair(cfg Config) (pair, error) {
+	var p pair
+	var err error
+	if p[0], err = startPresenced(cfg.Presenced); err != nil {
+		return p, err
+	}
+	if p[1], err = startRedis(); err != nil {
+		p[0].Close()
+		return p, err
+	}
+	return p, nil
+}
+
+func (p pair) close() {
+	for _, s := range p {
+		s.Close()
+	}
+}
+
+// workload is a throughput workload.
+type workload struct {
+	name     string
+	tmpl     template
+	pipeline int
+	random   bool // the command takes a random id in Space
+	target   Target
+}
+
+// dataset is a key loaded with distinct random ids for a memory row and,
+// optionally, BITCOUNT rows.
+type dataset struct {
+	ids, space uint64
+	memTarget  Target
+	bitcount   bool
+}
+
+// suite runs the benchmark and collects the report.
+type suite struct {
+	cfg  Config
+	logf func(format string, args ...any)
+	rep  *Report
+}
+
+// runSuite runs every workload of cfg and returns the report; logf
+// receives progress lines.
+func runSuite(cfg Config, command string, logf func(format string, args ...any)) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &suite{cfg: cfg, logf: logf, rep: &Report{
+		Date:    time.Now(),
+		Command: command,
+		Machine: Machine{CPU: cpuModel(), Cores: runtime.NumCPU(), GoVersion: runtime.Version(), LoadStart: loadAverage()},
+		Settings: fmt.Sprintf("%d connections, pipeline round trips timed; %v per run; median of %d runs per server, alternating which server goes first; heartbeat ids uniform in [0, %s); data sets loaded with distinct random ids in random order (SETBIT, %d connections, pipeline %d)",
+			cfg.Conns, cfg.Duration, cfg.Reps, count(cfg.Space), cfg.LoadConns, cfg.LoadPipeline),
+	}}
+	if err := s.heartbeats(); err != nil {
+		return nil, err
+	}
+	mem := Group{Title: "Memory for the data", Note: "RSS (VmRSS) after loading the key minus RSS of the same server empty, both read after MEMORY PURGE once RSS is stable; a fresh pair of servers per row."}
+	bc := Group{Title: "BITCOUNT of a whole key", Throughput: true, Note: fmt.Sprintf("`BITCOUNT %s` with no range, pipeline 1 (Redis's scan of the whole string makes deeper pipelines time out).", datasetKey)}
+	for _, ds := range []dataset{
+		{ids: cfg.SmallIDs, space: cfg.Space, memTarget: targetMemSmall, bitcount: true},
+		{ids: cfg.LargeIDs, space: cfg.Space, memTarget: targetMemLarge, bitcount: true},
+		{ids: cfg.WideIDs, space: cfg.WideSpace, memTarget: targetMemWide},
+	} {
+		memRow, bcRow, err := s.dataset(ds)
+		if err != nil {
+			return nil, err
+		}
+		mem.Rows = append(mem.Rows, memRow)
+		if bcRow != nil {
+			bc.Rows = append(bc.Rows, *bcRow)
+		}
+	}
+	s.rep.Groups = append(s.rep.Groups, bc, mem)
+	s.rep.Machine.LoadEnd = loadAverage()
+	s.noteBusyMachine()
+	return s.rep, nil
+}
+
+// heartbeats measures SETBIT and GETBIT on one pair of servers.
+func (s *suite) heartbeats() error {
+	p, err := startPair(s.cfg)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	if err := s.redisVersion(p[1]); err != nil {
+		return err
+	}
+	setbit := newTemplate([]string{"SETBIT", heartbeatKey}, true, "1")
+	getbit := newTemplate([]string{"GETBIT", heartbeatKey}, true)
+	g := Group{Title: "Heartbeats", Throughput: true, Note: fmt.Sprintf("`SETBIT %s <random id> 1` and `GETBIT %s <random id>`; GETBIT runs on the key the SETBIT runs filled.", heartbeatKey, heartbeatKey)}
+	for _, w := range []workload{
+		{name: "SETBIT heartbeat, pipeline 64", tmpl: setbit, pipeline: 64, random: true, target: targetHeartbeat},
+		{name: "SETBIT heartbeat, pipeline 1", tmpl: setbit, pipeline: 1, random: true, target: targetHeartbeat},
+		{name: "GETBIT, pipeline 64", tmpl: getbit, pipeline: 64, random: true, target: targetHeartbeat},
+	} {
+		row, err := s.throughput(p, w)
+		if err != nil {
+			return err
+		}
+		g.Rows = append(g.Rows, row)
+	}
+	s.rep.Groups = append(s.rep.Groups, g)
+	return nil
+}
+
+// redisVersion records redis-server's version from INFO server.
+func (s *suite) redisVersion(srv server) error {
+	c, err := dial(srv.Addr(), 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	v, err := c.do(10*time.Second, "INFO", "server")
+	if err != nil {
+		return err
+	}
+	info, _ := v.(string)
+	s.rep.Machine.RedisVersion = infoField(info, "redis_version")
+	return nil
+}
+
+// throughput runs w Reps times on each server of p, alternating which
+// goes first, and returns the medians.
+func (s *suite) throughput(p pair, w workload) (Row, error) {
+	var runs [2][]*loadResult
+	for rep := range s.cfg.Reps {
+		for k := range 2 {
+			i := k ^ rep%2
+			spec := loadSpec{tmpl: w.tmpl, pipeline: w.pipeline, conns: s.cfg.Conns, duration: s.cfg.Duration}
+			if w.random {
+				// Both servers get the same ids in a repetition.
+				seed := s.cfg.Seed + uint64(rep)
+				spec.ids = func(c int) idSource { return newRandomIDs(seed, uint64(c), s.cfg.Space) }
+			}
+			res, err := drive(p[i].Addr(), p[i].Pid(), spec)
+			if err != nil {
+				return Row{}, fmt.Errorf("%s on %s: %w", w.name, serverNames[i], err)
+			}
+			if res.ops == 0 {
+				return Row{}, fmt.Errorf("%s on %s: no round trip finished in %v", w.name, serverNames[i], s.cfg.Duration)
+			}
+			s.logf("%s, %s: %.0f ops/s, p50 %v, p99 %v", w.name, serverNames[i], res.opsPerSec(), res.rtt.quantile(0.5), res.rtt.quantile(0.99))
+			runs[i] = append(runs[i], res)
+		}
+	}
+	return Row{Workload: w.name, Presenced: summarize(runs[0]), Redis: summarize(runs[1]), Target: w.target}, nil
+}
+
+// summarize returns the median of each figure over runs.
+func summarize(runs []*loadResult) Measurement {
+	pick := func(f func(r *loadResult) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = f(r)
+		}
+		return median(v)
+	}
+	return Measurement{
+		Value:  pick((*loadResult).opsPerSec),
+		P50:    time.Duration(pick(func(r *loadResult) float64 { return float64(r.rtt.quantile(0.5)) })),
+		P99:    time.Duration(pick(func(r *loadResult) float64 { return float64(r.rtt.quantile(0.99)) })),
+		GenCPU: pick(func(r *loadResult) float64 { return r.genCPU.Seconds() / r.elapsed.Seconds() }),
+		SrvCPU: pick(func(r *loadResult) float64 { return r.srvCPU.Seconds() / r.elapsed.Seconds() }),
+	}
+}
+
+// median returns the middle value (the mean of the two middle ones for
+// an even count).
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// dataset loads ds into a fresh pair of servers, measures the memory it
+// takes and, if asked, BITCOUNT throughput on it.
+func (s *suite) dataset(ds dataset) (Row, *Row, error) {
+	p, err := startPair(s.cfg)
+	if err != nil {
+		return Row{}, nil, err
+	}
+	defer p.close()
+	name := fmt.Sprintf("%s random ids in a %s-id space", count(ds.ids), count(ds.space))
+	mem := Row{Workload: name, Target: ds.memTarget}
+	for i, srv := range p {
+		used, err := s.load(serverNames[i], srv, ds)
+		if err != nil {
+			return Row{}, nil, fmt.Errorf("%s on %s: %w", name, serverNames[i], err)
+		}
+		s.logf("%s, %s: %d bytes", name, serverNames[i], used)
+		m := Measurement{Value: float64(used)}
+		if i == 0 {
+			mem.Presenced = m
+		} else {
+			mem.Redis = m
+		}
+	}
+	if !ds.bitcount {
+		return mem, nil, nil
+	}
+	bc, err := s.throughput(p, workload{
+		name: fmt.Sprintf("BITCOUNT, %s ids in %s", count(ds.ids), count(ds.space)),
+		tmpl: newTemplate([]string{"BITCOUNT", datasetKey}, false), pipeline: 1, target: targetBitcount,
+	})
+	return mem, &bc, err
+}
+
+// load sets ds's ids in datasetKey of srv (called name), checks BITCOUNT
+// and returns the growth of RSS.
+func (s *suite) load(name string, srv server, ds dataset) (int64, error) {
+	c, err := dial(srv.Addr(), 10*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.close()
+	before, err := s.settledRSS(c, srv.Pid())
+	if err != nil {
+		return 0, err
+	}
+	perm := newPermutation(ds.space, s.cfg.Seed)
+	conns := s.cfg.LoadConns
+	res, err := drive(srv.Addr(), srv.Pid(), loadSpec{
+		tmpl:     newTemplate([]string{"SETBIT", datasetKey}, true, "1"),
+		pipeline: s.cfg.LoadPipeline, conns: conns, count: ds.ids,
+		ids: func(i int) idSource {
+			from, _ := share(ds.ids, conns, i)
+			return &permIDs{perm: perm, i: from}
+		},
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("Loading %s ids in %s took %.1fs (%s SETBIT/s) on %s.",
+		count(ds.ids), count(ds.space), res.elapsed.Seconds(), formatOps(res.opsPerSec()), name))
+	n, err := c.doInt(time.Minute, "BITCOUNT", datasetKey)
+	if err != nil {
+		return 0, err
+	}
+	if uint64(n) != ds.ids {
+		return 0, fmt.Errorf("BITCOUNT after loading %d distinct ids is %d", ds.ids, n)
+	}
+	after, err := s.settledRSS(c, srv.Pid())
+	return after - before, err
+}
+
+// share returns the range [from, to) of n items that worker i of k takes.
+func share(n uint64, k, i int) (from, to uint64) {
+	return n * uint64(i) / uint64(k), n * uint64(i+1) / uint64(k)
+}
+
+// settledRSS asks the server to return free memory to the system (MEMORY
+// PURGE) and returns its RSS once three readings in a row agree within
+// 0.1% + 16 KiB, or the last reading when SettleTimeout passes first.
+func (s *suite) settledRSS(c *client, pid int) (int64, error) {
+	if _, err := c.do(time.Minute, "MEMORY", "PURGE"); err != nil {
+		var re replyError
+		if !errors.As(err, &re) {
+			return 0, err
+		}
+		s.warn(fmt.Sprintf("MEMORY PURGE failed on process %d: %v", pid, err))
+	}
+	prev, err := readRSS(pid)
+	if err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(s.cfg.SettleTimeout)
+	for stable := 0; stable < 2; {
+		if time.Now().After(deadline) {
+			s.warn(fmt.Sprintf("RSS of process %d still changing after %v", pid, s.cfg.SettleTimeout))
+			break
+		}
+		time.Sleep(s.cfg.SettleInterval)
+		cur, err := readRSS(pid)
+		if err != nil {
+			return 0, err
+		}
+		stable++
+		if d := cur - prev; d > prev/1000+16<<10 || -d > prev/1000+16<<10 {
+			stable = 0
+		}
+		prev = cur
+	}
+	return prev, nil
+}
+
+// warn adds a note to the report once.
+func (s *suite) warn(note string) {
+	if !slices.Contains(s.rep.Notes, note) {
+		s.rep.Notes = append(s.rep.Notes, note)
+		s.logf("warning: %s", note)
+	}
+}
+
+// count writes an id count or space the way the issue does: 2M, 100M, 4e9.
+func count(n uint64) string {
+	switch {
+	case n >= 1e9 && n%1e8 == 0:
+		return fmt.Sprintf("%ge9", float64(n)/1e9)
+	case n >= 1e6 && n%1e5 == 0:
+		return fmt.Sprintf("%gM", float64(n)/1e6)
+	case n >= 1e3 && n%100 == 0:
+		return fmt.Sprintf("%gk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+// cpuModel returns the first "model name" of /proc/cpuinfo.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// noteBusyMachine adds a note when the load average exceeded the core
+// count at the start or the end: other processes then took CPU time from
+// the servers, and throughput figures are noisy.
+func (s *suite) noteBusyMachine() {
+	m := s.rep.Machine
+	for _, l := range []string{m.LoadStart, m.LoadEnd} {
+		if v, err := strconv.ParseFloat(l, 64); err == nil && v > float64(m.Cores) {
+			s.warn(fmt.Sprintf("The load average (%s at the start, %s at the end) exceeded the %d cores: other processes competed for the CPU, so throughput figures are noisy; memory figures are not affected.", m.LoadStart, m.LoadEnd, m.Cores))
+			return
+		}
+	}
+}
+
+// loadAverage returns the 1-minute load average from /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}
+
+// infoField returns the value of field in an INFO reply.
+func infoField(info, field string) string {
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			return v
+		}
+	}
+	return "unknown"
+}
