@@ -1,5 +1,10 @@
 package proto
 
+import (
+	"bytes"
+	"strings"
+)
+
 // Redis's error replies, word for word. Commands reply with these texts so
 // that clients which match on them (and the differential tests) see what
 // redis-server sends.
@@ -51,25 +56,39 @@ func ErrUnknownCommand(args [][]byte) string {
 			break
 		}
 		room := 128 - len(b)
-		if len(a) > room {
-			a = a[:room]
-		}
 		b = append(b, '\'')
-		b = append(b, a...)
+		b = append(b, clip(a, room)...)
 		b = append(b, '\'', ' ')
 	}
-	return "ERR unknown command '" + clip(args[0], 128) + "', with args beginning with: " + string(b)
+	return errorText("ERR unknown command '" + clip(args[0], 128) + "', with args beginning with: " + string(b))
 }
 
 // ErrUnknownSubcommand is Redis's reply to an unknown subcommand of a
 // container command such as CLIENT or CONFIG.
 func ErrUnknownSubcommand(sub []byte, cmd string) string {
-	return "ERR unknown subcommand '" + clip(sub, 128) + "'. Try " + cmd + " HELP."
+	return errorText("ERR unknown subcommand '" + clip(sub, 128) + "'. Try " + cmd + " HELP.")
 }
 
+// ErrSubcommandSyntax is Redis's reply to a subcommand of a command
+// without a subcommand table (DEBUG) that is unknown or has the wrong
+// number of arguments.
+func ErrSubcommandSyntax(sub []byte, cmd string) string {
+	return errorText("ERR unknown subcommand or wrong number of arguments for '" + clip(sub, 128) + "'. Try " + cmd + " HELP.")
+}
+
+// clip is b as C's "%.*s" prints it: at most n bytes, ending at a NUL.
 func clip(b []byte, n int) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
 	if len(b) > n {
 		b = b[:n]
 	}
 	return string(b)
+}
+
+// errorText turns the line breaks in an error into spaces, as Redis does
+// so that an error reply stays on one line.
+func errorText(s string) string {
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
 }

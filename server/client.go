@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -198,6 +199,12 @@ func (c *client) reject(spec *proto.Spec, msg string) {
 	c.flushPending()
 	if spec != nil {
 		c.counters[spec.ID].rejected.Add(1)
+	}
+	if spec != nil && spec.Name == "exec" {
+		// A refused EXEC ends the transaction, with or without one open.
+		c.multi, c.multiErr, c.queued = false, false, nil
+		c.out.Error("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR "))
+		return
 	}
 	if c.multi {
 		c.multiErr = true

@@ -37,7 +37,7 @@ func commandCommand(c *client, args [][]byte) {
 		c.out.Array(len(specs))
 		for _, spec := range specs {
 			if spec == nil {
-				c.out.NullArray()
+				c.out.Null()
 			} else {
 				writeCommandInfo(&c.out.Writer, spec)
 			}

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -234,14 +237,27 @@ func configSet(c *client, args [][]byte) {
 		c.out.Error(proto.ErrArity("config|set"))
 		return
 	}
+	// Like Redis, check every name before changing anything.
+	seen := map[string]bool{}
+	for i := 2; i < len(args); i += 2 {
+		p := findParameter(string(args[i]))
+		switch {
+		case p == nil:
+			c.out.Error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", args[i]))
+			return
+		case p.set == nil:
+			c.out.Error(configSetFailed(args[i], "can't set immutable config"))
+			return
+		case seen[p.name]:
+			c.out.Error(configSetFailed(args[i], "duplicate parameter"))
+			return
+		}
+		seen[p.name] = true
+	}
 	err := c.s.settings.update(func(cfg *Config) error {
 		for i := 2; i < len(args); i += 2 {
-			p := findParameter(string(args[i]))
-			if p == nil || p.set == nil {
-				return fmt.Errorf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", args[i])
-			}
-			if !p.set(cfg, string(args[i+1])) {
-				return fmt.Errorf("ERR CONFIG SET failed (possibly related to argument '%s') - argument couldn't be parsed into an integer", args[i])
+			if msg := findParameter(string(args[i])).set(cfg, string(args[i+1])); msg != "" {
+				return errors.New(configSetFailed(args[i], msg))
 			}
 		}
 		return nil
@@ -257,12 +273,18 @@ func configSet(c *client, args [][]byte) {
 	c.out.OK()
 }
 
+// configSetFailed is Redis's reply to a CONFIG SET that name made fail.
+func configSetFailed(name []byte, why string) string {
+	return fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", name, why)
+}
+
 func infoCommand(c *client, args [][]byte) {
 	want := map[string]bool{}
 	for _, a := range args[1:] {
 		want[strings.ToLower(string(a))] = true
 	}
-	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	all := want["all"] || want["everything"]
+	dflt := len(want) == 0 || want["default"]
 	sections := []struct {
 		name    string
 		dflt    bool
@@ -277,7 +299,7 @@ func infoCommand(c *client, args [][]byte) {
 	}
 	var b strings.Builder
 	for _, sec := range sections {
-		if want[sec.name] || (all && (sec.dflt || !want["default"])) {
+		if want[sec.name] || all || (dflt && sec.dflt) {
 			if b.Len() > 0 {
 				b.WriteString("\r\n")
 			}
@@ -289,6 +311,9 @@ func infoCommand(c *client, args [][]byte) {
 
 func (s *Server) infoServer(b *strings.Builder) {
 	cfg := s.settings.config()
+	if _, port, err := net.SplitHostPort(s.Addr()); err == nil {
+		cfg.Port, _ = strconv.Atoi(port)
+	}
 	up := time.Since(s.started)
 	exe, _ := os.Executable()
 	fmt.Fprintf(b, "# Server\r\nredis_version:%s\r\npresenced_version:%s\r\nredis_mode:standalone\r\nos:%s\r\narch_bits:64\r\ngo_version:%s\r\nprocess_id:%d\r\ntcp_port:%d\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\nhz:%d\r\nexecutable:%s\r\n",

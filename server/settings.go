@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,11 +38,12 @@ func (st *settings) update(f func(*Config) error) error {
 }
 
 // parameter is one setting visible to CONFIG GET and, unless set is nil,
-// changeable by CONFIG SET.
+// changeable by CONFIG SET. set returns why a value is refused, in
+// Redis's words, or "".
 type parameter struct {
 	name string
 	get  func(*Config) string
-	set  func(*Config, string) bool
+	set  func(*Config, string) string
 }
 
 // parameters are the settings CONFIG knows, in the order CONFIG GET *
@@ -53,24 +55,54 @@ var parameters = []parameter{
 	{name: "databases", get: func(*Config) string { return "16" }},
 	{name: "requirepass",
 		get: func(c *Config) string { return c.RequirePass },
-		set: func(c *Config, v string) bool { c.RequirePass = v; return true }},
+		set: func(c *Config, v string) string { c.RequirePass = v; return "" }},
 	{name: "proto-max-bulk-len",
 		get: func(c *Config) string { return strconv.FormatInt(c.MaxBulkLen, 10) },
-		set: func(c *Config, v string) bool { return parseMemory(v, &c.MaxBulkLen) }},
+		set: memorySetter(func(c *Config) *int64 { return &c.MaxBulkLen })},
 	{name: "client-query-buffer-limit",
 		get: func(c *Config) string { return strconv.FormatInt(c.QueryBufferLimit, 10) },
-		set: func(c *Config, v string) bool { return parseMemory(v, &c.QueryBufferLimit) }},
+		set: memorySetter(func(c *Config) *int64 { return &c.QueryBufferLimit })},
 	{name: "maxclients",
 		get: func(c *Config) string { return strconv.Itoa(c.MaxClients) },
-		set: func(c *Config, v string) bool {
-			n, err := strconv.Atoi(v)
-			c.MaxClients = n
-			return err == nil
+		set: func(c *Config, v string) string {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return "argument couldn't be parsed into an integer"
+			}
+			if msg := checkRange(n, 1, 1<<32-1); msg != "" {
+				return msg
+			}
+			c.MaxClients = int(n)
+			return ""
 		}},
 	{name: "hz",
 		get: func(c *Config) string { return strconv.FormatInt(int64(1e9/c.TickInterval.Nanoseconds()), 10) }},
 	{name: "save", get: func(*Config) string { return "" }},
 	{name: "appendonly", get: func(*Config) string { return "no" }},
+}
+
+// memorySetter sets a memory amount of at least 1mb, as Redis bounds
+// proto-max-bulk-len and client-query-buffer-limit.
+func memorySetter(field func(*Config) *int64) func(*Config, string) string {
+	return func(c *Config, v string) string {
+		var n int64
+		if !parseMemory(v, &n) {
+			return "argument must be a memory value"
+		}
+		if msg := checkRange(n, 1<<20, 1<<63-1); msg != "" {
+			return msg
+		}
+		*field(c) = n
+		return ""
+	}
+}
+
+// checkRange returns Redis's complaint about n outside [lo, hi], or "".
+func checkRange(n, lo, hi int64) string {
+	if n < lo || n > hi {
+		return fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi)
+	}
+	return ""
 }
 
 func findParameter(name string) *parameter {

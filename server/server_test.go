@@ -1,0 +1,151 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	osexec "os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startServer starts presenced on a free loopback port for the length of
+// the test, with the default configuration changed by opts, and returns
+// it once it accepts connections.
+func startServer(tb testing.TB, opts ...func(*Config)) *Server {
+	tb.Helper()
+	cfg := DefaultConfig()
+	cfg.Bind = "127.0.0.1"
+	cfg.Port = 0
+	cfg.Dir = tb.TempDir()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// withPassword sets requirepass.
+func withPassword(pass string) func(*Config) {
+	return func(c *Config) { c.RequirePass = pass }
+}
+
+// ioTimeout bounds every wait for a reply or a close, so that a server
+// that does not answer fails the test instead of hanging it.
+const ioTimeout = 10 * time.Second
+
+// respConn is a raw TCP connection to a server under test: it writes
+// whatever bytes a test gives it and reads replies as raw RESP.
+type respConn struct {
+	tb testing.TB
+	nc net.Conn
+	r  *bufio.Reader
+}
+
+// dial connects to addr; the connection is closed when the test ends.
+func dial(tb testing.TB, addr string) *respConn {
+	tb.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { nc.Close() })
+	return &respConn{tb: tb, nc: nc, r: bufio.NewReader(nc)}
+}
+
+// send writes raw bytes.
+func (c *respConn) send(b []byte) {
+	c.tb.Helper()
+	if err := c.nc.SetWriteDeadline(time.Now().Add(ioTimeout)); err != nil {
+		c.tb.Fatal(err)
+	}
+	if _, err := c.nc.Write(b); err != nil {
+		c.tb.Fatalf("write: %v", err)
+	}
+}
+
+// reply reads the raw bytes of one reply.
+func (c *respConn) reply() string {
+	c.tb.Helper()
+	if err := c.nc.SetReadDeadline(time.Now().Add(ioTimeout)); err != nil {
+		c.tb.Fatal(err)
+	}
+	b, err := readReply(c.r, nil)
+	if err != nil {
+		c.tb.Fatalf("reading a reply (got %q so far): %v", b, err)
+	}
+	return string(b)
+}
+
+// replies reads n replies and returns their raw bytes, concatenated.
+func (c *respConn) replies(n int) string {
+	c.tb.Helper()
+	var all []byte
+	for range n {
+		all = append(all, c.reply()...)
+	}
+	return string(all)
+}
+
+// do sends one command as a RESP array and returns its reply.
+func (c *respConn) do(args ...string) string {
+	c.tb.Helper()
+	c.send(appendCommand(nil, argv(args...)))
+	return c.reply()
+}
+
+// expect runs a command and fails the test unless the reply is want.
+func (c *respConn) expect(want string, args ...string) {
+	c.tb.Helper()
+	if got := c.do(args...); got != want {
+		c.tb.Errorf("%s: got %q, want %q", formatCommand(argv(args...)), got, want)
+	}
+}
+
+// expectClosed fails the test unless the server closes the connection
+// before sending anything more.
+func (c *respConn) expectClosed() {
+	c.tb.Helper()
+	if err := c.nc.SetReadDeadline(time.Now().Add(ioTimeout)); err != nil {
+		c.tb.Fatal(err)
+	}
+	rest, err := io.ReadAll(c.r)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		c.tb.Fatalf("connection not closed by the server: %v (read %q)", err, rest)
+	}
+	if len(rest) > 0 {
+		c.tb.Fatalf("read %q before the close, want nothing", rest)
+	}
+}
+
+// bulk is the RESP encoding of a bulk string.
+func bulk(s string) string {
+	return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n"
+}
+
+// requireTool returns the path of an external program the test needs. It
+// skips the test when the program is missing, unless CI=true: CI installs
+// it, so a missing one there is a failure.
+func requireTool(tb testing.TB, name string) string {
+	tb.Helper()
+	path, err := osexec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("%s is required under CI: %v", name, err)
+	}
+	tb.Skipf("%s not installed: %v", name, err)
+	return ""
+}
