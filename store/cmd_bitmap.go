@@ -1,10 +1,19 @@
 package store
 
-import "github.com/presenced/presenced/proto"
+import (
+	"bytes"
+
+	"github.com/presenced/presenced/proto"
+)
 
 var bitmapCommands = map[string]handler{
-	"setbit": setbit,
-	"getbit": getbit,
+	"setbit":      setbit,
+	"getbit":      getbit,
+	"bitcount":    bitcount,
+	"bitpos":      bitpos,
+	"bitop":       bitop,
+	"bitfield":    bitfield,
+	"bitfield_ro": bitfieldRO,
 }
 
 // parseBitOffset parses a bit offset as Redis does: a non-negative
@@ -15,6 +24,17 @@ func parseBitOffset(b []byte) (uint64, bool) {
 		return 0, false
 	}
 	return uint64(v), true
+}
+
+// parseUnit parses the BYTE | BIT argument of BITCOUNT and BITPOS.
+func parseUnit(b []byte) (isBit, ok bool) {
+	switch {
+	case bytes.EqualFold(b, []byte("bit")):
+		return true, true
+	case bytes.EqualFold(b, []byte("byte")):
+		return false, true
+	}
+	return false, false
 }
 
 func setbit(c *ctx, args [][]byte) {
