@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net/http"
+	_ "net/http/pprof" // served only when --pprof-addr is set
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,6 +23,7 @@ func main() {
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "data directory")
 	fs.StringVar(&cfg.RequirePass, "requirepass", cfg.RequirePass, "password clients must AUTH with")
 	fs.IntVar(&cfg.MaxClients, "maxclients", cfg.MaxClients, "most clients served at once")
+	pprofAddr := fs.String("pprof-addr", "", "serve Go's pprof profiles over HTTP on this address (e.g. 127.0.0.1:6060)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Parse(os.Args[1:])
 	if *version {
@@ -29,6 +32,9 @@ func main() {
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		log.Fatalf("presenced: %v", err)
+	}
+	if *pprofAddr != "" {
+		go func() { log.Printf("presenced: pprof: %v", http.ListenAndServe(*pprofAddr, nil)) }()
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
