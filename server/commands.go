@@ -322,6 +322,7 @@ func memory(c *client, args [][]byte) {
 	case !sub.CheckArity(len(args)):
 		c.out.Error(proto.ErrArity("memory|" + sub.Name))
 	case sub.Name == "purge":
+		c.s.store.Compact()
 		debug.FreeOSMemory()
 		c.out.OK()
 	case sub.Name == "usage":
