@@ -48,7 +48,6 @@ const (
 // of a multibulk request that has not fully arrived, so each byte is
 // looked at once however the stream is split. The zero value is ready.
 type Parser struct {
-	args [][]byte
 	// State of the multibulk request at the start of the buffer.
 	inMulti bool
 	left    int   // arguments still to read
@@ -58,39 +57,49 @@ type Parser struct {
 }
 
 // Parse reads one request from the start of buf. It returns the number of
-// bytes the request took and its arguments, which alias buf (or, for an
-// inline request, fresh memory) and stay valid until buf is changed.
+// bytes the request took and its arguments: a fresh slice of byte slices
+// that alias buf (or, for an inline request, fresh memory) and stay valid
+// until buf is changed.
 // n == 0 with a nil error means buf does not yet hold a whole request:
 // call again, with the same bytes at the start of buf and more after them.
 // A request with no arguments (an empty line, "*0") returns n > 0 and no
 // arguments; skip it.
 func (p *Parser) Parse(buf []byte, lim Limits) (args [][]byte, n int, err error) {
+	return p.ParseAppend(nil, buf, lim)
+}
+
+// ParseAppend is Parse appending the request's arguments to dst and
+// returning the extended slice, so that a connection can parse a whole
+// pipeline into one reused slice without allocating. Earlier requests'
+// sub-slices of dst stay valid when later appends grow it.
+func (p *Parser) ParseAppend(dst [][]byte, buf []byte, lim Limits) (argv [][]byte, n int, err error) {
 	if len(buf) == 0 {
-		return nil, 0, nil
+		return dst, 0, nil
 	}
 	if !p.inMulti && buf[0] != '*' {
-		return p.parseInline(buf)
+		args, n, err := p.parseInline(buf)
+		return append(dst, args...), n, err
 	}
 	if !p.inMulti {
-		nl := bytes.IndexByte(buf, '\r')
+		nl := lineEnd(buf, '\r')
 		if nl < 0 {
 			if len(buf) > InlineMax {
-				return nil, 0, errBigMultibulk
+				return dst, 0, errBigMultibulk
 			}
-			return nil, 0, nil
+			return dst, 0, nil
 		}
 		if nl+1 >= len(buf) {
-			return nil, 0, nil
+			return dst, 0, nil
 		}
 		count, ok := ParseInt(buf[1:nl])
 		if !ok || count > maxMultibulk {
-			return nil, 0, errInvalidMultibulk
+			return dst, 0, errInvalidMultibulk
 		}
 		if count > unauthMultibulk && lim.AuthRequired {
-			return nil, 0, errUnauthMultibulk
+			return dst, 0, errUnauthMultibulk
 		}
 		if count <= 0 {
-			return nil, nl + 2, nil
+			return dst, nl + 2, nil
 		}
 		p.inMulti, p.left, p.pos, p.bulk = true, int(count), nl+2, -1
 		p.offs = p.offs[:0]
@@ -99,51 +108,50 @@ func (p *Parser) Parse(buf []byte, lim Limits) (args [][]byte, n int, err error)
 		if p.bulk < 0 {
 			rest := buf[p.pos:]
 			if len(rest) == 0 {
-				return nil, 0, nil
+				return dst, 0, nil
 			}
-			nl := bytes.IndexByte(rest, '\r')
+			nl := lineEnd(rest, '\r')
 			if nl < 0 {
 				if len(rest) > InlineMax {
 					p.reset()
-					return nil, 0, errBigBulk
+					return dst, 0, errBigBulk
 				}
-				return nil, 0, nil
+				return dst, 0, nil
 			}
 			if nl+1 >= len(rest) {
-				return nil, 0, nil
+				return dst, 0, nil
 			}
 			if rest[0] != '$' {
 				p.reset()
-				return nil, 0, ProtocolError("expected '$', got '" + string(rest[0]) + "'")
+				return dst, 0, ProtocolError("expected '$', got '" + string(rest[0]) + "'")
 			}
 			size, ok := ParseInt(rest[1:nl])
 			if !ok || size < 0 || size > lim.MaxBulkLen {
 				p.reset()
-				return nil, 0, errInvalidBulk
+				return dst, 0, errInvalidBulk
 			}
 			if size > unauthBulk && lim.AuthRequired {
 				p.reset()
-				return nil, 0, errUnauthBulk
+				return dst, 0, errUnauthBulk
 			}
 			p.bulk = size
 			p.pos += nl + 2
 		}
 		end := p.pos + int(p.bulk)
 		if end+2 > len(buf) {
-			return nil, 0, nil
+			return dst, 0, nil
 		}
 		p.offs = append(p.offs, p.pos, end)
 		p.pos = end + 2
 		p.bulk = -1
 		p.left--
 	}
-	p.args = p.args[:0]
 	for i := 0; i < len(p.offs); i += 2 {
-		p.args = append(p.args, buf[p.offs[i]:p.offs[i+1]:p.offs[i+1]])
+		dst = append(dst, buf[p.offs[i]:p.offs[i+1]:p.offs[i+1]])
 	}
 	n = p.pos
 	p.reset()
-	return p.args, n, nil
+	return dst, n, nil
 }
 
 // Need is how many bytes, from the start of the request, the buffer must
@@ -160,10 +168,22 @@ func (p *Parser) reset() {
 	p.inMulti, p.left, p.pos, p.bulk = false, 0, 0, -1
 }
 
+// lineEnd is the index of the first c in b, or -1 when there is none
+// before the end of b or a NUL byte. Redis looks for line ends with
+// strchr, which stops at NUL, so a header or inline line holding a NUL
+// never ends: the request waits for more input until it is too big.
+func lineEnd(b []byte, c byte) int {
+	i := bytes.IndexByte(b, c)
+	if i < 0 || bytes.IndexByte(b[:i], 0) >= 0 {
+		return -1
+	}
+	return i
+}
+
 // parseInline reads a request in the inline (telnet) form: one line, split
 // into arguments as Redis's sdssplitargs does.
 func (p *Parser) parseInline(buf []byte) ([][]byte, int, error) {
-	nl := bytes.IndexByte(buf, '\n')
+	nl := lineEnd(buf, '\n')
 	if nl < 0 {
 		if len(buf) > InlineMax {
 			return nil, 0, errBigInline
@@ -185,7 +205,11 @@ func (p *Parser) parseInline(buf []byte) ([][]byte, int, error) {
 // requests do (Redis's sdssplitargs): blanks separate arguments, "double
 // quotes" take \n \r \t \b \a \\ \" and \xHH escapes, 'single quotes' take
 // \'. A closing quote must be followed by a blank or the end of the line.
+// As for a C string, the line ends at its first NUL byte.
 func SplitArgs(line []byte) ([][]byte, bool) {
+	if i := bytes.IndexByte(line, 0); i >= 0 {
+		line = line[:i]
+	}
 	var args [][]byte
 	i := 0
 	for {
@@ -253,7 +277,7 @@ func SplitArgs(line []byte) ([][]byte, bool) {
 					break
 				}
 				switch c := line[i]; {
-				case c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == 0:
+				case c == ' ' || c == '\n' || c == '\r' || c == '\t':
 					done = true
 				case c == '"':
 					inDQ = true
