@@ -29,6 +29,7 @@ type client struct {
 
 	parser   proto.Parser
 	in       []byte        // input; unparsed bytes are in[start:]
+	argv     [][]byte      // arguments of the requests parsed from in, reused per read
 	out      store.Replies // replies not yet written
 	pending  []store.Command
 	pendSpec []*proto.Spec // the spec of each pending command
@@ -87,7 +88,11 @@ func (c *client) serve() {
 		start = 0
 		lim := c.limits()
 		for !c.closing {
-			args, n, err := c.parser.Parse(c.in[start:], lim)
+			mark := len(c.argv)
+			var n int
+			var err error
+			c.argv, n, err = c.parser.ParseAppend(c.argv, c.in[start:], lim)
+			args := c.argv[mark:]
 			if err != nil {
 				c.flushPending()
 				c.out.Error("ERR " + err.Error())
@@ -104,6 +109,7 @@ func (c *client) serve() {
 			}
 		}
 		c.flushPending()
+		c.argv = c.argv[:0]
 		if err := c.writeOut(); err != nil {
 			return
 		}
