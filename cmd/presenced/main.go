@@ -10,6 +10,7 @@ import (
 	_ "net/http/pprof" // served only when --pprof-addr is set
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/presenced/presenced/server"
@@ -33,7 +34,11 @@ func main() {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		log.Fatalf("presenced: %v", err)
 	}
-	if *pprofAddr != "" {
+	if *pprofAddr == "" {
+		// Without pprof nobody reads heap profiles: don't keep their
+		// buckets (about a megabyte of memory).
+		runtime.MemProfileRate = 0
+	} else {
 		go func() { log.Printf("presenced: pprof: %v", http.ListenAndServe(*pprofAddr, nil)) }()
 	}
 	srv, err := server.New(cfg)
