@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"math"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -365,6 +364,3 @@ func (c *client) help(cmd string, lines ...string) {
 	c.out.Simple("HELP")
 	c.out.Simple("    Print this help.")
 }
-
-// formatInt is strconv.FormatInt in base 10.
-func formatInt(n int64) string { return strconv.FormatInt(n, 10) }
