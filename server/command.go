@@ -18,13 +18,8 @@ func commandCommand(c *client, args [][]byte) {
 		}
 		return
 	}
-	sub := proto.Lookup([]byte("command")).Sub(args[1])
+	sub := c.subcommand(args)
 	if sub == nil {
-		c.out.Error(proto.ErrUnknownSubcommand(args[1], "COMMAND"))
-		return
-	}
-	if !sub.CheckArity(len(args)) {
-		c.out.Error(proto.ErrArity("command|" + sub.Name))
 		return
 	}
 	switch sub.Name {

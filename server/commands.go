@@ -282,12 +282,9 @@ func exec(c *client, _ [][]byte) {
 }
 
 func function(c *client, args [][]byte) {
-	sub := proto.Lookup([]byte("function")).Sub(args[1])
+	sub := c.subcommand(args)
 	switch {
 	case sub == nil:
-		c.out.Error(proto.ErrUnknownSubcommand(args[1], "FUNCTION"))
-	case !sub.CheckArity(len(args)):
-		c.out.Error(proto.ErrArity("function|" + sub.Name))
 	case sub.Name == "help":
 		c.help("FUNCTION", "FLUSH [ASYNC|SYNC]", "    Delete all functions (presenced has none).")
 	case len(args) == 3 && !isFlushMode(args[2]):
@@ -314,12 +311,9 @@ func debugCommand(c *client, args [][]byte) {
 }
 
 func memory(c *client, args [][]byte) {
-	sub := proto.Lookup([]byte("memory")).Sub(args[1])
+	sub := c.subcommand(args)
 	switch {
 	case sub == nil:
-		c.out.Error(proto.ErrUnknownSubcommand(args[1], "MEMORY"))
-	case !sub.CheckArity(len(args)):
-		c.out.Error(proto.ErrArity("memory|" + sub.Name))
 	case sub.Name == "purge":
 		c.s.store.Compact()
 		debug.FreeOSMemory()
@@ -352,6 +346,23 @@ func memory(c *client, args [][]byte) {
 			"PURGE", "    Return unused memory to the operating system.",
 			"USAGE <key> [SAMPLES <count>]", "    Return memory in bytes used by <key> and its value.")
 	}
+}
+
+// subcommand resolves the subcommand of a container command (CLIENT,
+// CONFIG, ...) and checks its arity. When it is unknown or misused it
+// replies with Redis's error and returns nil.
+func (c *client) subcommand(args [][]byte) *proto.Spec {
+	parent := proto.Lookup(args[0])
+	sub := parent.Sub(args[1])
+	switch {
+	case sub == nil:
+		c.out.Error(proto.ErrUnknownSubcommand(args[1], strings.ToUpper(parent.Name)))
+	case !sub.CheckArity(len(args)):
+		c.out.Error(proto.ErrArity(sub.FullName()))
+	default:
+		return sub
+	}
+	return nil
 }
 
 // help writes a HELP reply in Redis's layout.

@@ -62,13 +62,8 @@ func (s *Server) commandTotals() []struct{ calls, usec, failed, rejected int64 }
 }
 
 func clientCommand(c *client, args [][]byte) {
-	sub := proto.Lookup([]byte("client")).Sub(args[1])
+	sub := c.subcommand(args)
 	if sub == nil {
-		c.out.Error(proto.ErrUnknownSubcommand(args[1], "CLIENT"))
-		return
-	}
-	if !sub.CheckArity(len(args)) {
-		c.out.Error(proto.ErrArity("client|" + sub.Name))
 		return
 	}
 	switch sub.Name {
@@ -194,13 +189,8 @@ func (c *client) describe(now time.Time) string {
 }
 
 func configCommand(c *client, args [][]byte) {
-	sub := proto.Lookup([]byte("config")).Sub(args[1])
+	sub := c.subcommand(args)
 	if sub == nil {
-		c.out.Error(proto.ErrUnknownSubcommand(args[1], "CONFIG"))
-		return
-	}
-	if !sub.CheckArity(len(args)) {
-		c.out.Error(proto.ErrArity("config|" + sub.Name))
 		return
 	}
 	switch sub.Name {
