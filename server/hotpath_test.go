@@ -1,0 +1,86 @@
+package server
+
+import (
+	"bufio"
+	"net"
+	"strconv"
+	"testing"
+)
+
+// heartbeatPipeline encodes n commands name key offset [value] with
+// offsets 0..n-1.
+func heartbeatPipeline(name string, n int, value string) []byte {
+	var b []byte
+	for i := 0; i < n; i++ {
+		args := []string{name, "online:bitmap:3", strconv.Itoa(i)}
+		if value != "" {
+			args = append(args, value)
+		}
+		b = appendCommand(b, argv(args...))
+	}
+	return b
+}
+
+// roundTrip writes a pipeline and reads its n one-line replies.
+func roundTrip(tb testing.TB, nc net.Conn, r *bufio.Reader, pipeline []byte, n int) {
+	if _, err := nc.Write(pipeline); err != nil {
+		tb.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if line[0] != ':' {
+			tb.Fatalf("reply %q", line)
+		}
+	}
+}
+
+// TestHeartbeatPathAllocations checks that serving pipelined SETBIT and
+// GETBIT heartbeats allocates nothing once the connection's buffers have
+// grown: parsing, dispatch, the store and the replies reuse their memory.
+// (Setting a bit that is already set allocates nothing in roaring either;
+// new bits may grow a container.)
+func TestHeartbeatPathAllocations(t *testing.T) {
+	srv := startServer(t)
+	nc, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	r := bufio.NewReaderSize(nc, 1<<16)
+	const n = 64
+	for _, tc := range []struct {
+		name, value string
+	}{{"SETBIT", "1"}, {"GETBIT", ""}} {
+		p := heartbeatPipeline(tc.name, n, tc.value)
+		for i := 0; i < 10; i++ {
+			roundTrip(t, nc, r, p, n)
+		}
+		allocs := testing.AllocsPerRun(200, func() { roundTrip(t, nc, r, p, n) })
+		// The whole process is counted, so allow for the odd runtime
+		// allocation; one per command would be 64.
+		if allocs > 2 {
+			t.Errorf("%s: %.1f allocations per pipeline of %d", tc.name, allocs, n)
+		}
+	}
+}
+
+// BenchmarkHeartbeatPipeline measures one pipeline of 64 SETBITs through
+// a loopback connection.
+func BenchmarkHeartbeatPipeline(b *testing.B) {
+	srv := startServer(b)
+	nc, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	r := bufio.NewReaderSize(nc, 1<<16)
+	p := heartbeatPipeline("SETBIT", 64, "1")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		roundTrip(b, nc, r, p, 64)
+	}
+}
