@@ -11,59 +11,67 @@ import (
 // errBitArg is BITPOS's reply to a bit argument other than 0 or 1.
 const errBitArg = "ERR The bit argument must be 1 or 0."
 
-// bitcount implements BITCOUNT key [start end [BYTE | BIT]].
+// bitcount implements BITCOUNT key [start end [BYTE | BIT]] in Redis
+// 7.0's order of checks: a missing key counts 0 whatever the arguments,
+// and two negative indexes with start > end count 0 before the unit is
+// parsed.
 func bitcount(c *ctx, args [][]byte) {
-	var start, end int64
-	isBit := false
-	switch len(args) {
-	case 2:
-	case 4, 5:
-		var ok bool
-		if start, ok = proto.ParseInt(args[2]); !ok {
-			c.w.Error(proto.ErrNotInteger)
-			return
-		}
-		if end, ok = proto.ParseInt(args[3]); !ok {
-			c.w.Error(proto.ErrNotInteger)
-			return
-		}
-		if len(args) == 5 {
-			if isBit, ok = parseUnit(args[4]); !ok {
-				c.w.Error(proto.ErrSyntax)
-				return
-			}
-		}
-	default:
+	e := c.get(args[1])
+	if e == nil {
+		c.w.Int(0)
+		return
+	}
+	if len(args) == 2 {
+		c.w.Int(e.v.countBits(0, uint64(e.v.length())*8))
+		return
+	}
+	if len(args) != 4 && len(args) != 5 {
 		c.w.Error(proto.ErrSyntax)
 		return
 	}
-	e := c.get(args[1])
-	switch {
-	case e == nil:
+	start, ok := c.intArg(args[2])
+	if !ok {
+		return
+	}
+	end, ok := c.intArg(args[3])
+	if !ok {
+		return
+	}
+	if start < 0 && end < 0 && start > end {
 		c.w.Int(0)
-	case len(args) == 2:
-		c.w.Int(e.v.countBits(0, uint64(e.v.length())*8))
-	case start < 0 && end < 0 && start > end:
-		c.w.Int(0)
-	default:
-		from, to, ok := bitSpan(start, end, e.v.length(), isBit)
-		if !ok {
-			c.w.Int(0)
+		return
+	}
+	isBit := false
+	if len(args) == 5 {
+		if isBit, ok = parseUnit(args[4]); !ok {
+			c.w.Error(proto.ErrSyntax)
 			return
 		}
-		c.w.Int(e.v.countBits(from, to))
 	}
+	from, to, ok := bitSpan(start, end, e.v.length(), isBit)
+	if !ok {
+		c.w.Int(0)
+		return
+	}
+	c.w.Int(e.v.countBits(from, to))
 }
 
-// bitpos implements BITPOS key bit [start [end [BYTE | BIT]]].
+// bitpos implements BITPOS key bit [start [end [BYTE | BIT]]] in Redis
+// 7.0's order of checks: the bit first, then the key (a missing one is an
+// endless run of zeros, whatever the other arguments), then start, the
+// unit and end.
 func bitpos(c *ctx, args [][]byte) {
-	bit, ok := proto.ParseInt(args[2])
+	bit, ok := c.intArg(args[2])
 	if !ok {
-		c.w.Error(proto.ErrNotInteger)
 		return
 	}
 	if bit != 0 && bit != 1 {
 		c.w.Error(errBitArg)
+		return
+	}
+	e := c.get(args[1])
+	if e == nil {
+		c.w.Int(-bit)
 		return
 	}
 	if len(args) > 6 {
@@ -73,8 +81,7 @@ func bitpos(c *ctx, args [][]byte) {
 	start, end := int64(0), int64(-1)
 	isBit, endGiven := false, len(args) >= 5
 	if len(args) >= 4 {
-		if start, ok = proto.ParseInt(args[3]); !ok {
-			c.w.Error(proto.ErrNotInteger)
+		if start, ok = c.intArg(args[3]); !ok {
 			return
 		}
 	}
@@ -85,16 +92,9 @@ func bitpos(c *ctx, args [][]byte) {
 		}
 	}
 	if endGiven {
-		if end, ok = proto.ParseInt(args[4]); !ok {
-			c.w.Error(proto.ErrNotInteger)
+		if end, ok = c.intArg(args[4]); !ok {
 			return
 		}
-	}
-	e := c.get(args[1])
-	if e == nil {
-		// A missing key is an endless run of zeros.
-		c.w.Int(-bit)
-		return
 	}
 	from, to, ok := bitSpan(start, end, e.v.length(), isBit)
 	if !ok {

@@ -173,6 +173,27 @@ var redisCases = [][]bmStep{
 	{{[]string{"BITPOS", "bm", "1", "0", "a", "foo"}, "-ERR syntax error\r\n"}},
 	{{[]string{"BITPOS", "bm", "2", "0", "1", "foo", "extra"}, "-ERR The bit argument must be 1 or 0.\r\n"}},
 	{{[]string{"BITPOS", "bm", "1", "a", "0"}, "-ERR value is not an integer or out of range\r\n"}},
+	// Redis 7.0 looks the key up before it parses the range: a missing
+	// key answers 0 (BITCOUNT) or its endless zeros (BITPOS) whatever
+	// follows; 7.2 and later check the arguments first.
+	{{[]string{"BITCOUNT", "nokey", "a", "b"}, ":0\r\n"}},
+	{{[]string{"BITCOUNT", "nokey", "0", "1", "foo"}, ":0\r\n"}},
+	{{[]string{"BITCOUNT", "nokey", "0"}, ":0\r\n"}},
+	{{[]string{"BITCOUNT", "nokey", "0", "1", "bit", "x"}, ":0\r\n"}},
+	{{[]string{"BITPOS", "nokey", "1", "a"}, ":-1\r\n"}},
+	{{[]string{"BITPOS", "nokey", "0", "0", "1", "foo"}, ":0\r\n"}},
+	{{[]string{"BITPOS", "nokey", "1", "0", "1", "bit", "x"}, ":-1\r\n"}},
+	{{[]string{"BITPOS", "nokey", "a", "0"}, "-ERR value is not an integer or out of range\r\n"}},
+	{{[]string{"BITPOS", "nokey", "2", "a"}, "-ERR The bit argument must be 1 or 0.\r\n"}},
+	// Two negative indexes with start > end count 0 before BITCOUNT
+	// parses the unit.
+	{{[]string{"BITCOUNT", "bm", "-1", "-3", "foo"}, ":0\r\n"}},
+	{{[]string{"BITCOUNT", "raw", "-1", "-3", "foo"}, ":0\r\n"}},
+	{{[]string{"BITCOUNT", "bm", "-3", "-1", "foo"}, "-ERR syntax error\r\n"}},
+	{{[]string{"BITCOUNT", "bm", "3", "1", "foo"}, "-ERR syntax error\r\n"}},
+	{{[]string{"BITCOUNT", "bm", "-1", "-3", "bit", "x"}, "-ERR syntax error\r\n"}},
+	// BITPOS parses start, then the unit, then end.
+	{{[]string{"BITPOS", "bm", "1", "a", "0", "foo"}, "-ERR value is not an integer or out of range\r\n"}},
 	{{[]string{"BITOP", "AND", "d", "bm", "ones"}, ":6\r\n"}, {[]string{"GET", "d"}, "$6\r\nfo\x00\x00\x00\x00\r\n"}},
 	{{[]string{"BITOP", "and", "d", "bm", "empty"}, ":6\r\n"}, {[]string{"GET", "d"}, "$6\r\n\x00\x00\x00\x00\x00\x00\r\n"}},
 	{{[]string{"BITOP", "OR", "d", "bm", "z", "nokey"}, ":6\r\n"}, {[]string{"GET", "d"}, "$6\r\nfoobar\r\n"}},
@@ -239,13 +260,6 @@ var redisCases = [][]bmStep{
 
 // ownCases are where presenced follows newer Redis, or cannot follow it.
 var ownCases = [][]bmStep{
-	// Redis 7.2 and later check the arguments before looking the key up;
-	// 7.0 answered 0 or -1 for a missing key whatever the arguments.
-	{{[]string{"BITCOUNT", "nokey", "a", "b"}, "-ERR value is not an integer or out of range\r\n"}},
-	{{[]string{"BITCOUNT", "nokey", "0", "1", "foo"}, "-ERR syntax error\r\n"}},
-	{{[]string{"BITCOUNT", "nokey", "0"}, "-ERR syntax error\r\n"}},
-	{{[]string{"BITPOS", "nokey", "1", "a"}, "-ERR value is not an integer or out of range\r\n"}},
-	{{[]string{"BITPOS", "nokey", "1", "0", "1", "foo"}, "-ERR syntax error\r\n"}},
 	// Redis 8's BITOP operations (bitops.c: DIFF, DIFF1, ANDOR, ONE).
 	{{[]string{"BITOP", "DIFF", "d", "ones", "bm"}, ":6\r\n"}, {[]string{"GET", "d"}, "$6\r\n\x99\x90\x00\x00\x00\x00\r\n"}},
 	{{[]string{"BITOP", "DIFF1", "d", "ones", "bm"}, ":6\r\n"}, {[]string{"GET", "d"}, "$6\r\n\x00\x00obar\r\n"}},

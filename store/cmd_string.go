@@ -360,9 +360,8 @@ func byteRange(start, end, n int64) (from, to int64, ok bool) {
 }
 
 func setrange(c *ctx, args [][]byte) {
-	off, ok := proto.ParseInt(args[2])
+	off, ok := c.intArg(args[2])
 	if !ok {
-		c.w.Error(proto.ErrNotInteger)
 		return
 	}
 	if off < 0 {

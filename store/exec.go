@@ -136,5 +136,15 @@ func (c *ctx) setExpireIn(i int, e *entry, at int64) {
 	c.s.scheduleLocked(i, e)
 }
 
-// keyspace returns database i, for commands that work across databases.
+// dbAt returns database i, for commands that work across databases.
 func (c *ctx) dbAt(i int) *db { return c.s.mu.dbs[i] }
+
+// intArg parses an integer argument as Redis's getLongLongFromObjectOrReply
+// does, replying the "not an integer" error when it is not one.
+func (c *ctx) intArg(b []byte) (int64, bool) {
+	n, ok := proto.ParseInt(b)
+	if !ok {
+		c.w.Error(proto.ErrNotInteger)
+	}
+	return n, ok
+}

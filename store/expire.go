@@ -34,9 +34,8 @@ func (c *ctx) errInvalidExpire(args [][]byte) {
 // time must be positive and the deadline must fit in 64 bits. unit is 1000
 // for seconds and 1 for milliseconds; relative times count from now.
 func (c *ctx) deadline(args [][]byte, arg []byte, unit int64, relative bool) (int64, bool) {
-	t, ok := proto.ParseInt(arg)
+	t, ok := c.intArg(arg)
 	if !ok {
-		c.w.Error(proto.ErrNotInteger)
 		return 0, false
 	}
 	if t <= 0 || t > math.MaxInt64/unit {
@@ -67,9 +66,8 @@ func (c *ctx) expire(args [][]byte, unit int64, relative bool) {
 	if !ok {
 		return
 	}
-	when, ok := proto.ParseInt(args[2])
+	when, ok := c.intArg(args[2])
 	if !ok {
-		c.w.Error(proto.ErrNotInteger)
 		return
 	}
 	if when > math.MaxInt64/unit || when < math.MinInt64/unit {
@@ -160,11 +158,17 @@ func ttlHandler(inMs, absolute bool) handler {
 				t = max(t-c.now, 0)
 			}
 			if !inMs {
-				t = (t + 500) / 1000
+				t = roundToSeconds(t)
 			}
 			c.w.Int(t)
 		}
 	}
+}
+
+// roundToSeconds rounds t >= 0 milliseconds to the nearest second, half
+// up, as Redis's (t+500)/1000 does, without overflowing near MaxInt64.
+func roundToSeconds(t int64) int64 {
+	return t/1000 + (t%1000+500)/1000
 }
 
 func persist(c *ctx, args [][]byte) {

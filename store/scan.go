@@ -114,9 +114,8 @@ func (c *ctx) parseScanOptions(args [][]byte) (scanOptions, bool) {
 		}
 		switch {
 		case isOption(args[0], "count"):
-			n, ok := proto.ParseInt(args[1])
+			n, ok := c.intArg(args[1])
 			if !ok {
-				c.w.Error(proto.ErrNotInteger)
 				return o, false
 			}
 			if n < 1 {
