@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/presenced/presenced/server/redisserver"
 )
 
 // buildPresenced builds cmd/presenced into a temporary directory.
@@ -19,17 +21,6 @@ func buildPresenced(t *testing.T) string {
 		t.Fatalf("building presenced: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// needRedis skips the test when redis-server is missing, except under CI.
-func needRedis(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server is required under CI:", err)
-		}
-		t.Skip("redis-server not installed:", err)
-	}
 }
 
 // wantRows are the rows of every report, by group title.
@@ -47,7 +38,7 @@ func TestQuickRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers and loads data")
 	}
-	needRedis(t)
+	redisserver.RequireProgram(t, "redis-server")
 	bin := buildPresenced(t)
 	out := filepath.Join(t.TempDir(), "RESULTS.md")
 	args := []string{"-quick", "-presenced", bin, "-out", out}

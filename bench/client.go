@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/presenced/presenced/server/redisserver"
 )
 
 // client is a plain request/reply connection for set-up and checks (PING,
@@ -28,7 +30,7 @@ func (c *client) do(timeout time.Duration, args ...string) (any, error) {
 	if err := c.conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return nil, err
 	}
-	c.wbuf = appendCommand(c.wbuf[:0], args...)
+	c.wbuf = redisserver.AppendCommand(c.wbuf[:0], args...)
 	if _, err := c.conn.Write(c.wbuf); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/presenced/presenced/server/redisserver"
 )
 
 func TestHistogramQuantilesMatchSortedModel(t *testing.T) {
@@ -200,11 +202,11 @@ func TestTemplateEncodesLikeAppendCommand(t *testing.T) {
 	fixed := newTemplate([]string{"BITCOUNT", "some:key"}, false)
 	for _, v := range []uint64{0, 7, 1234567, math.MaxUint64} {
 		got := setbit.append(nil, v)
-		want := appendCommand(nil, "SETBIT", "k", strconv.FormatUint(v, 10), "1")
+		want := redisserver.AppendCommand(nil, "SETBIT", "k", strconv.FormatUint(v, 10), "1")
 		if !bytes.Equal(got, want) {
 			t.Errorf("template with %d: %q, want %q", v, got, want)
 		}
-		if got, want := fixed.append(nil, v), appendCommand(nil, "BITCOUNT", "some:key"); !bytes.Equal(got, want) {
+		if got, want := fixed.append(nil, v), redisserver.AppendCommand(nil, "BITCOUNT", "some:key"); !bytes.Equal(got, want) {
 			t.Errorf("fixed template: %q, want %q", got, want)
 		}
 	}

@@ -182,17 +182,6 @@ func appendBulk(buf []byte, s []byte) []byte {
 	return append(buf, "\r\n"...)
 }
 
-// appendCommand appends args as a RESP array of bulk strings.
-func appendCommand(buf []byte, args ...string) []byte {
-	buf = append(buf, '*')
-	buf = strconv.AppendInt(buf, int64(len(args)), 10)
-	buf = append(buf, "\r\n"...)
-	for _, a := range args {
-		buf = appendBulk(buf, []byte(a))
-	}
-	return buf
-}
-
 // A template is a command encoded once, whose only changing part is an
 // optional integer argument (a bit offset) between fixed arguments.
 type template struct {

@@ -1,17 +1,15 @@
 package proto
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/presenced/presenced/server/redisserver"
 )
 
 var defaultLimits = Limits{MaxBulkLen: DefaultMaxBulkLen}
@@ -362,43 +360,11 @@ func TestSplitArgs(t *testing.T) {
 	}
 }
 
-// redisServer starts redis-server on a free loopback port, with a
-// password, and returns its address; the test is skipped when
-// redis-server is not installed.
+// redisServer starts redis-server for the test, with a password, and
+// returns its address.
 func redisServer(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--requirepass", "pw", "--dir", t.TempDir())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), "Ready to accept connections") {
-			go io.Copy(io.Discard, out)
-			return fmt.Sprintf("127.0.0.1:%d", port)
-		}
-	}
-	t.Fatalf("redis-server did not become ready: %v", sc.Err())
-	return ""
+	return redisserver.StartForTest(t, redisserver.Options{Password: "pw"}).Addr()
 }
 
 // redisReply is what redis-server answers to args of the commands the
@@ -484,31 +450,28 @@ func TestSplitArgsMatchesRedis(t *testing.T) {
 // when closes is set.
 func redisExchange(t *testing.T, addr string, unauth bool, in string, n int, closes bool) []byte {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
+	conn, err := redisserver.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second)) // a bound for a broken exchange, not a wait
-	r := bufio.NewReader(conn)
 	if !unauth {
-		io.WriteString(conn, "AUTH pw\r\n")
-		if line, err := r.ReadString('\n'); err != nil || line != "+OK\r\n" {
-			t.Fatalf("AUTH: %q, %v", line, err)
+		if reply, err := conn.Do([]byte("AUTH"), []byte("pw")); err != nil || string(reply) != "+OK\r\n" {
+			t.Fatalf("AUTH: %q, %v", reply, err)
 		}
 	}
 	if _, err := io.WriteString(conn, in); err != nil {
 		t.Fatal(err)
 	}
 	if closes {
-		got, err := io.ReadAll(r)
+		got, err := io.ReadAll(conn)
 		if err != nil {
 			t.Fatalf("reading to the close: %v", err)
 		}
 		return got
 	}
 	got := make([]byte, n)
-	if _, err := io.ReadFull(r, got); err != nil {
+	if _, err := io.ReadFull(conn, got); err != nil {
 		t.Fatalf("reading %d bytes: %v", n, err)
 	}
 	return got

@@ -3,10 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,110 +25,28 @@ import (
 // command and returns the raw bytes of its one reply.
 type diffTarget struct {
 	name string
-	conn net.Conn
-	r    *bufio.Reader
-	buf  []byte
+	conn *redisserver.Conn
 }
 
 // dialTarget connects to a RESP server at addr; the connection is closed
 // when the test ends.
 func dialTarget(tb testing.TB, name, addr string) *diffTarget {
 	tb.Helper()
-	conn, err := net.Dial("tcp", addr)
+	conn, err := redisserver.Dial(addr)
 	if err != nil {
 		tb.Fatalf("%s: %v", name, err)
 	}
 	tb.Cleanup(func() { conn.Close() })
-	return &diffTarget{name: name, conn: conn, r: bufio.NewReader(conn)}
+	return &diffTarget{name: name, conn: conn}
 }
-
-// replyTimeout bounds the wait for one reply, so that a server that does
-// not answer fails the test instead of hanging it.
-const replyTimeout = 10 * time.Second
 
 // do sends args as a RESP array and reads one reply's raw bytes.
 func (d *diffTarget) do(args [][]byte) ([]byte, error) {
-	d.buf = appendCommand(d.buf[:0], args)
-	if err := d.conn.SetDeadline(time.Now().Add(replyTimeout)); err != nil {
-		return nil, err
-	}
-	if _, err := d.conn.Write(d.buf); err != nil {
-		return nil, fmt.Errorf("%s: %w", d.name, err)
-	}
-	reply, err := readReply(d.r, nil)
+	reply, err := d.conn.Do(args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.name, err)
 	}
 	return reply, nil
-}
-
-// appendCommand encodes args as a RESP array of bulk strings.
-func appendCommand(b []byte, args [][]byte) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, "\r\n"...)
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, "\r\n"...)
-		b = append(b, a...)
-		b = append(b, "\r\n"...)
-	}
-	return b
-}
-
-// errBadReply is a reply that is not well-formed RESP2.
-var errBadReply = errors.New("malformed reply")
-
-// readReply appends the raw bytes of exactly one RESP2 reply (simple
-// string, error, integer, bulk string or array, nested arrays and null
-// bulks/arrays included) to b.
-func readReply(r *bufio.Reader, b []byte) ([]byte, error) {
-	line, err := r.ReadSlice('\n')
-	if err != nil {
-		return b, err
-	}
-	b = append(b, line...)
-	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return b, fmt.Errorf("%w: line %q", errBadReply, line)
-	}
-	body := line[1 : len(line)-2]
-	switch line[0] {
-	case '+', '-':
-		return b, nil
-	case ':':
-		if _, err := strconv.ParseInt(string(body), 10, 64); err != nil {
-			return b, fmt.Errorf("%w: integer %q", errBadReply, line)
-		}
-		return b, nil
-	case '$', '*':
-	default:
-		return b, fmt.Errorf("%w: type byte in %q", errBadReply, line)
-	}
-	n, err := strconv.Atoi(string(body))
-	if err != nil || n < -1 {
-		return b, fmt.Errorf("%w: length in %q", errBadReply, line)
-	}
-	if line[0] == '$' {
-		if n < 0 {
-			return b, nil
-		}
-		start := len(b)
-		b = append(b, make([]byte, n+2)...)
-		if _, err := io.ReadFull(r, b[start:]); err != nil {
-			return b, err
-		}
-		if !bytes.HasSuffix(b, []byte("\r\n")) {
-			return b, fmt.Errorf("%w: bulk of %d bytes not followed by CRLF", errBadReply, n)
-		}
-		return b, nil
-	}
-	for range n {
-		if b, err = readReply(r, b); err != nil {
-			return b, err
-		}
-	}
-	return b, nil
 }
 
 // arrayElements splits the raw bytes of an array reply into its header
@@ -148,7 +63,7 @@ func arrayElements(raw []byte) (header []byte, elems [][]byte, ok bool) {
 	header = slices.Clone(header)
 	n, _ := strconv.Atoi(string(header[1 : len(header)-2]))
 	for range n {
-		e, err := readReply(r, nil)
+		e, err := redisserver.ReadReply(r)
 		if err != nil {
 			return nil, nil, false
 		}
@@ -337,27 +252,8 @@ func newDiffer(t *testing.T) *differ {
 	return &differ{
 		t:   t,
 		ref: dialTarget(t, "redis", ref.Addr()),
-		sut: dialTarget(t, "presenced", startPresenced(t)),
+		sut: dialTarget(t, "presenced", startServer(t).Addr()),
 	}
-}
-
-// startPresenced starts presenced on a free loopback port for the length
-// of the test and returns its address.
-func startPresenced(t *testing.T) string {
-	t.Helper()
-	cfg := DefaultConfig()
-	cfg.Bind = "127.0.0.1"
-	cfg.Port = 0
-	cfg.Dir = t.TempDir()
-	srv, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv.Addr()
 }
 
 // TestDiffScripts replays the regression scripts in testdata/diff: one
@@ -397,33 +293,6 @@ func readScript(file string) ([][][]byte, error) {
 		cmds = append(cmds, args)
 	}
 	return cmds, nil
-}
-
-func TestReadReply(t *testing.T) {
-	replies := []string{
-		"+OK\r\n",
-		"-ERR syntax error\r\n",
-		":-42\r\n",
-		"$-1\r\n",
-		"*-1\r\n",
-		"$0\r\n\r\n",
-		"$4\r\na\r\nb\r\n",
-		"*0\r\n",
-		"*3\r\n:1\r\n*2\r\n$1\r\nx\r\n$-1\r\n*1\r\n*0\r\n",
-	}
-	stream := strings.Join(replies, "")
-	r := bufio.NewReader(strings.NewReader(stream))
-	for _, want := range replies {
-		got, err := readReply(r, nil)
-		if err != nil || string(got) != want {
-			t.Fatalf("readReply = %q, %v; want %q", got, err, want)
-		}
-	}
-	for _, bad := range []string{"OK\r\n", ":1x\r\n", "$3\r\nabcd\r\n", "*2\r\n:1\r\n", "$-2\r\n", "+OK\n"} {
-		if got, err := readReply(bufio.NewReader(strings.NewReader(bad)), nil); err == nil {
-			t.Errorf("readReply(%q) = %q, want an error", bad, got)
-		}
-	}
 }
 
 func TestNormalise(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"net"
 	"strconv"
 	"testing"
+
+	"github.com/presenced/presenced/server/redisserver"
 )
 
 // heartbeatPipeline encodes n commands name key offset [value] with
@@ -16,7 +18,7 @@ func heartbeatPipeline(name string, n int, value string) []byte {
 		if value != "" {
 			args = append(args, value)
 		}
-		b = appendCommand(b, argv(args...))
+		b = redisserver.AppendCommand(b, args...)
 	}
 	return b
 }
@@ -37,19 +39,26 @@ func roundTrip(tb testing.TB, nc net.Conn, r *bufio.Reader, pipeline []byte, n i
 	}
 }
 
+// dialHeartbeat starts a server for the length of the test and connects
+// to it, with a reader that holds a pipeline's replies. It reads with
+// roundTrip, which allocates nothing, rather than a redisserver.Conn.
+func dialHeartbeat(tb testing.TB) (net.Conn, *bufio.Reader) {
+	tb.Helper()
+	nc, err := net.Dial("tcp", startServer(tb).Addr())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { nc.Close() })
+	return nc, bufio.NewReaderSize(nc, 1<<16)
+}
+
 // TestHeartbeatPathAllocations checks that serving pipelined SETBIT and
 // GETBIT heartbeats allocates nothing once the connection's buffers have
 // grown: parsing, dispatch, the store and the replies reuse their memory.
 // (Setting a bit that is already set allocates nothing in roaring either;
 // new bits may grow a container.)
 func TestHeartbeatPathAllocations(t *testing.T) {
-	srv := startServer(t)
-	nc, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	r := bufio.NewReaderSize(nc, 1<<16)
+	nc, r := dialHeartbeat(t)
 	const n = 64
 	for _, tc := range []struct {
 		name, value string
@@ -70,13 +79,7 @@ func TestHeartbeatPathAllocations(t *testing.T) {
 // BenchmarkHeartbeatPipeline measures one pipeline of 64 SETBITs through
 // a loopback connection.
 func BenchmarkHeartbeatPipeline(b *testing.B) {
-	srv := startServer(b)
-	nc, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	r := bufio.NewReaderSize(nc, 1<<16)
+	nc, r := dialHeartbeat(b)
 	p := heartbeatPipeline("SETBIT", 64, "1")
 	b.ReportAllocs()
 	b.ResetTimer()

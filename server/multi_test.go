@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/presenced/presenced/server/redisserver"
 )
 
 // The transaction replies below are redis-server 7.0.15's for the same
@@ -23,11 +25,11 @@ func TestMultiExecIsAtomic(t *testing.T) {
 	w, r := dial(t, srv.Addr()), dial(t, srv.Addr())
 
 	var tx []byte
-	tx = appendCommand(tx, argv("MULTI"))
+	tx = redisserver.AppendCommand(tx, "MULTI")
 	for i := range bits {
-		tx = appendCommand(tx, argv("SETBIT", "k", strconv.Itoa(i*13), "1"))
+		tx = redisserver.AppendCommand(tx, "SETBIT", "k", strconv.Itoa(i*13), "1")
 	}
-	tx = appendCommand(tx, argv("EXEC"))
+	tx = redisserver.AppendCommand(tx, "EXEC")
 	wantExec := "*" + strconv.Itoa(bits) + "\r\n" + strings.Repeat(":0\r\n", bits)
 
 	// The reader counts bits until the writer is done, reporting each
@@ -44,21 +46,15 @@ func TestMultiExecIsAtomic(t *testing.T) {
 	go func() {
 		res := result{seen: map[string]int{}}
 		defer func() { results <- res }()
-		cmd := appendCommand(nil, argv("BITCOUNT", "k"))
+		cmd := argv("BITCOUNT", "k")
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			default:
 			}
-			if res.err = r.nc.SetDeadline(time.Now().Add(ioTimeout)); res.err != nil {
-				return
-			}
-			if _, res.err = r.nc.Write(cmd); res.err != nil {
-				return
-			}
 			var n []byte
-			if n, res.err = readReply(r.r, nil); res.err != nil {
+			if n, res.err = r.conn.Do(cmd...); res.err != nil {
 				return
 			}
 			res.seen[string(n)]++
@@ -100,46 +96,30 @@ func TestMultiErrors(t *testing.T) {
 	c.expect("-ERR wrong number of arguments for 'multi' command\r\n", "MULTI", "x")
 	c.expect("-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n", "EXEC", "x")
 
-	// Errors while queueing doom the transaction.
-	c.send([]byte("MULTI\r\nSET a 1\r\nfoo\r\nGET\r\nEXEC\r\nEXISTS a\r\n"))
-	want := "+OK\r\n+QUEUED\r\n-ERR unknown command 'foo', with args beginning with: \r\n" +
-		"-ERR wrong number of arguments for 'get' command\r\n" +
-		"-EXECABORT Transaction discarded because of previous errors.\r\n:0\r\n"
-	if got := c.replies(6); got != want {
-		t.Errorf("queued errors: got %q, want %q", got, want)
-	}
-
-	// Errors while executing are replies like any other; the rest runs.
-	c.send([]byte("MULTI\r\nSET a x\r\nINCR a\r\nSET b 2\r\nEXEC\r\nGET b\r\n"))
-	want = "+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n+OK\r\n-ERR value is not an integer or out of range\r\n+OK\r\n$1\r\n2\r\n"
-	if got := c.replies(6); got != want {
-		t.Errorf("runtime errors: got %q, want %q", got, want)
-	}
-
-	// A nested MULTI is refused without dooming the transaction.
-	c.send([]byte("MULTI\r\nMULTI\r\nSET na 1\r\nEXEC\r\nGET na\r\n"))
-	want = "+OK\r\n-ERR MULTI calls can not be nested\r\n+QUEUED\r\n*1\r\n+OK\r\n$1\r\n1\r\n"
-	if got := c.replies(5); got != want {
-		t.Errorf("nested MULTI: got %q, want %q", got, want)
-	}
-
-	// A refused EXEC ends the transaction.
-	c.send([]byte("MULTI\r\nSET ex 1\r\nEXEC x\r\nEXEC\r\nEXISTS ex\r\n"))
-	want = "+OK\r\n+QUEUED\r\n-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n-ERR EXEC without MULTI\r\n:0\r\n"
-	if got := c.replies(5); got != want {
-		t.Errorf("refused EXEC: got %q, want %q", got, want)
-	}
-
-	c.send([]byte("MULTI\r\nSET d 1\r\nDISCARD x\r\nDISCARD\r\nEXISTS d\r\n"))
-	want = "+OK\r\n+QUEUED\r\n-ERR wrong number of arguments for 'discard' command\r\n+OK\r\n:0\r\n"
-	if got := c.replies(5); got != want {
-		t.Errorf("DISCARD: got %q, want %q", got, want)
-	}
-
-	c.send([]byte("MULTI\r\nPING\r\nECHO x\r\nEXEC\r\n"))
-	want = "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+PONG\r\n$1\r\nx\r\n"
-	if got := c.replies(4); got != want {
-		t.Errorf("server commands in MULTI: got %q, want %q", got, want)
+	for _, tc := range []struct{ name, send, want string }{
+		// Errors while queueing doom the transaction.
+		{"queued errors", "MULTI\r\nSET a 1\r\nfoo\r\nGET\r\nEXEC\r\nEXISTS a\r\n",
+			"+OK\r\n+QUEUED\r\n-ERR unknown command 'foo', with args beginning with: \r\n" +
+				"-ERR wrong number of arguments for 'get' command\r\n" +
+				"-EXECABORT Transaction discarded because of previous errors.\r\n:0\r\n"},
+		// Errors while executing are replies like any other; the rest runs.
+		{"runtime errors", "MULTI\r\nSET a x\r\nINCR a\r\nSET b 2\r\nEXEC\r\nGET b\r\n",
+			"+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n+OK\r\n-ERR value is not an integer or out of range\r\n+OK\r\n$1\r\n2\r\n"},
+		// A nested MULTI is refused without dooming the transaction.
+		{"nested MULTI", "MULTI\r\nMULTI\r\nSET na 1\r\nEXEC\r\nGET na\r\n",
+			"+OK\r\n-ERR MULTI calls can not be nested\r\n+QUEUED\r\n*1\r\n+OK\r\n$1\r\n1\r\n"},
+		// A refused EXEC ends the transaction.
+		{"refused EXEC", "MULTI\r\nSET ex 1\r\nEXEC x\r\nEXEC\r\nEXISTS ex\r\n",
+			"+OK\r\n+QUEUED\r\n-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n-ERR EXEC without MULTI\r\n:0\r\n"},
+		{"DISCARD", "MULTI\r\nSET d 1\r\nDISCARD x\r\nDISCARD\r\nEXISTS d\r\n",
+			"+OK\r\n+QUEUED\r\n-ERR wrong number of arguments for 'discard' command\r\n+OK\r\n:0\r\n"},
+		{"server commands in MULTI", "MULTI\r\nPING\r\nECHO x\r\nEXEC\r\n",
+			"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+PONG\r\n$1\r\nx\r\n"},
+	} {
+		c.send([]byte(tc.send))
+		if got := c.replies(countReplies(t, tc.want)); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
 	}
 
 	c.send([]byte("MULTI\r\nSET q 1\r\nQUIT\r\n"))
@@ -147,7 +127,7 @@ func TestMultiErrors(t *testing.T) {
 		t.Errorf("QUIT in MULTI: got %q", got)
 	}
 	c.expectClosed()
-	dial(t, c.nc.RemoteAddr().String()).expect(":0\r\n", "EXISTS", "q")
+	dial(t, c.conn.NetConn().RemoteAddr().String()).expect(":0\r\n", "EXISTS", "q")
 }
 
 func TestSelectInsideMulti(t *testing.T) {

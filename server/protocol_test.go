@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/presenced/presenced/server/redisserver"
 )
 
 // The exact reply bytes in this file were observed from redis-server
@@ -67,7 +69,7 @@ func countReplies(tb testing.TB, raw string) int {
 		if _, err := r.Peek(1); err != nil {
 			return n
 		}
-		if _, err := readReply(r, nil); err != nil {
+		if _, err := redisserver.ReadReply(r); err != nil {
 			tb.Fatalf("bad expected replies %q: %v", raw, err)
 		}
 	}
@@ -132,7 +134,7 @@ func TestPipelineSplitAnywhere(t *testing.T) {
 		if got := c.replies(countReplies(t, wantSmall)); got != wantSmall {
 			t.Fatalf("split at %d (%q | %q): got %q, want %q", i, small[:i], small[i:], got, wantSmall)
 		}
-		c.nc.Close()
+		c.conn.Close()
 	}
 }
 
@@ -147,7 +149,7 @@ func TestDisconnectMidPipeline(t *testing.T) {
 	if got := a.reply(); got != "+OK\r\n" {
 		t.Fatalf("complete command before the cut: got %q", got)
 	}
-	a.nc.Close()
+	a.conn.Close()
 
 	// An open transaction, then a cut.
 	b := dial(t, srv.Addr())
@@ -155,7 +157,7 @@ func TestDisconnectMidPipeline(t *testing.T) {
 	if got := b.replies(2); got != "+OK\r\n+QUEUED\r\n" {
 		t.Fatalf("MULTI before the cut: got %q", got)
 	}
-	b.nc.Close()
+	b.conn.Close()
 
 	waitClients(t, srv, 1)
 	other.expect("$4\r\nsafe\r\n", "GET", "other")
@@ -233,10 +235,7 @@ func TestQueryBufferLimit(t *testing.T) {
 	c.send([]byte("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$3000000\r\n"))
 	chunk := bytes.Repeat([]byte("x"), 64<<10)
 	for sent := 0; sent < 2500000; sent += len(chunk) {
-		if err := c.nc.SetWriteDeadline(time.Now().Add(ioTimeout)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.nc.Write(chunk); err != nil {
+		if _, err := c.conn.Write(chunk); err != nil {
 			break // the server closed the connection
 		}
 	}
@@ -467,8 +466,8 @@ func TestClientCommands(t *testing.T) {
 			t.Errorf("CLIENT INFO %s=%q, want %q (%q)", k, got, v, info)
 		}
 	}
-	if addr := clientField(info, "addr"); addr != a.nc.LocalAddr().String() {
-		t.Errorf("CLIENT INFO addr=%q, want %q", addr, a.nc.LocalAddr())
+	if addr := clientField(info, "addr"); addr != a.conn.NetConn().LocalAddr().String() {
+		t.Errorf("CLIENT INFO addr=%q, want %q", addr, a.conn.NetConn().LocalAddr())
 	}
 
 	lines := strings.Split(strings.TrimSuffix(bulkBody(t, a.do("CLIENT", "LIST")), "\n"), "\n")
@@ -629,7 +628,7 @@ func TestMemoryCommands(t *testing.T) {
 	c.expect("$-1\r\n", "MEMORY", "USAGE", "nokey")
 	c.expect(":0\r\n", "SETBIT", "small", "1", "1")
 	for i := range 2000 {
-		c.send(appendCommand(nil, argv("SETBIT", "large", strconv.Itoa(i*97), "1")))
+		c.send(redisserver.AppendCommand(nil, "SETBIT", "large", strconv.Itoa(i*97), "1"))
 	}
 	if got := c.replies(2000); strings.Count(got, ":0\r\n") != 2000 {
 		t.Fatalf("SETBIT replies: %.100q", got)

@@ -1,16 +1,13 @@
 package server
 
 import (
-	"bufio"
 	"errors"
 	"io"
-	"net"
-	"os"
-	osexec "os/exec"
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/presenced/presenced/server/redisserver"
 )
 
 // startServer starts presenced on a free loopback port for the length of
@@ -43,34 +40,30 @@ func withPassword(pass string) func(*Config) {
 
 // ioTimeout bounds every wait for a reply or a close, so that a server
 // that does not answer fails the test instead of hanging it.
-const ioTimeout = 10 * time.Second
+const ioTimeout = redisserver.IOTimeout
 
 // respConn is a raw TCP connection to a server under test: it writes
 // whatever bytes a test gives it and reads replies as raw RESP.
 type respConn struct {
-	tb testing.TB
-	nc net.Conn
-	r  *bufio.Reader
+	tb   testing.TB
+	conn *redisserver.Conn
 }
 
 // dial connects to addr; the connection is closed when the test ends.
 func dial(tb testing.TB, addr string) *respConn {
 	tb.Helper()
-	nc, err := net.Dial("tcp", addr)
+	conn, err := redisserver.Dial(addr)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { nc.Close() })
-	return &respConn{tb: tb, nc: nc, r: bufio.NewReader(nc)}
+	tb.Cleanup(func() { conn.Close() })
+	return &respConn{tb: tb, conn: conn}
 }
 
 // send writes raw bytes.
 func (c *respConn) send(b []byte) {
 	c.tb.Helper()
-	if err := c.nc.SetWriteDeadline(time.Now().Add(ioTimeout)); err != nil {
-		c.tb.Fatal(err)
-	}
-	if _, err := c.nc.Write(b); err != nil {
+	if _, err := c.conn.Write(b); err != nil {
 		c.tb.Fatalf("write: %v", err)
 	}
 }
@@ -78,10 +71,7 @@ func (c *respConn) send(b []byte) {
 // reply reads the raw bytes of one reply.
 func (c *respConn) reply() string {
 	c.tb.Helper()
-	if err := c.nc.SetReadDeadline(time.Now().Add(ioTimeout)); err != nil {
-		c.tb.Fatal(err)
-	}
-	b, err := readReply(c.r, nil)
+	b, err := c.conn.ReadReply()
 	if err != nil {
 		c.tb.Fatalf("reading a reply (got %q so far): %v", b, err)
 	}
@@ -101,7 +91,7 @@ func (c *respConn) replies(n int) string {
 // do sends one command as a RESP array and returns its reply.
 func (c *respConn) do(args ...string) string {
 	c.tb.Helper()
-	c.send(appendCommand(nil, argv(args...)))
+	c.send(redisserver.AppendCommand(nil, args...))
 	return c.reply()
 }
 
@@ -117,10 +107,7 @@ func (c *respConn) expect(want string, args ...string) {
 // before sending anything more.
 func (c *respConn) expectClosed() {
 	c.tb.Helper()
-	if err := c.nc.SetReadDeadline(time.Now().Add(ioTimeout)); err != nil {
-		c.tb.Fatal(err)
-	}
-	rest, err := io.ReadAll(c.r)
+	rest, err := io.ReadAll(c.conn)
 	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
 		c.tb.Fatalf("connection not closed by the server: %v (read %q)", err, rest)
 	}
@@ -134,18 +121,10 @@ func bulk(s string) string {
 	return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n"
 }
 
-// requireTool returns the path of an external program the test needs. It
-// skips the test when the program is missing, unless CI=true: CI installs
-// it, so a missing one there is a failure.
+// requireTool returns the path of an external program the test needs,
+// skipping the test without it unless CI=true (see
+// redisserver.RequireProgram).
 func requireTool(tb testing.TB, name string) string {
 	tb.Helper()
-	path, err := osexec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	if os.Getenv("CI") == "true" {
-		tb.Fatalf("%s is required under CI: %v", name, err)
-	}
-	tb.Skipf("%s not installed: %v", name, err)
-	return ""
+	return redisserver.RequireProgram(tb, name)
 }

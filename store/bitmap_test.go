@@ -7,6 +7,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/presenced/presenced/proto"
+	"github.com/presenced/presenced/server/redisserver"
 )
 
 // bmStep is one command and its exact RESP reply.
@@ -293,10 +294,7 @@ func TestBitmapCommands(t *testing.T) {
 // TestBitmapCasesAreRedis replays redisCases on a real redis-server, when
 // one is installed, so that the table stays Redis's word.
 func TestBitmapCasesAreRedis(t *testing.T) {
-	r := startRedis(t)
-	if r == nil {
-		t.Skip("redis-server is not installed")
-	}
+	r := connectRedis(t, redisserver.StartForTest(t, redisserver.Options{}))
 	do := func(args ...string) string {
 		b := make([][]byte, len(args))
 		for i, a := range args {

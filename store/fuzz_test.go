@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/presenced/presenced/proto"
+	"github.com/presenced/presenced/server/redisserver"
 )
 
 // fuzzNames are the commands the store executes, plus one it does not.
@@ -123,56 +125,6 @@ func encodeProgram(cmds ...string) []byte {
 	return b
 }
 
-// readRESP reads one RESP2 reply from the start of b and returns its
-// length.
-func readRESP(b []byte) (int, error) {
-	nl := bytes.Index(b, []byte("\r\n"))
-	if len(b) == 0 || nl < 0 {
-		return 0, fmt.Errorf("truncated reply %q", b)
-	}
-	line := string(b[1:nl])
-	switch b[0] {
-	case '+', '-':
-		if line == "" && b[0] == '-' {
-			return 0, fmt.Errorf("empty error")
-		}
-		return nl + 2, nil
-	case ':':
-		if _, err := strconv.ParseInt(line, 10, 64); err != nil {
-			return 0, fmt.Errorf("bad integer %q", line)
-		}
-		return nl + 2, nil
-	case '$':
-		n, err := strconv.Atoi(line)
-		if err != nil || n < -1 {
-			return 0, fmt.Errorf("bad bulk length %q", line)
-		}
-		if n == -1 {
-			return nl + 2, nil
-		}
-		end := nl + 2 + n
-		if end+2 > len(b) || string(b[end:end+2]) != "\r\n" {
-			return 0, fmt.Errorf("bad bulk %q", b)
-		}
-		return end + 2, nil
-	case '*':
-		n, err := strconv.Atoi(line)
-		if err != nil || n < -1 {
-			return 0, fmt.Errorf("bad array length %q", line)
-		}
-		pos := nl + 2
-		for i := 0; i < n; i++ {
-			m, err := readRESP(b[pos:])
-			if err != nil {
-				return 0, err
-			}
-			pos += m
-		}
-		return pos, nil
-	}
-	return 0, fmt.Errorf("unknown reply type in %q", b)
-}
-
 // fuzzRun executes one command and checks it got exactly one well-formed
 // reply; it returns the reply.
 func fuzzRun(t *testing.T, s *Store, cmd Command, now int64, read bool) []byte {
@@ -186,9 +138,9 @@ func fuzzRun(t *testing.T, s *Store, cmd Command, now int64, read bool) []byte {
 	if len(out.Ends) != 1 || out.Ends[0] != len(out.B) {
 		t.Fatalf("%q: %d replies, ends %v, %d bytes", cmd.Args, len(out.Ends), out.Ends, len(out.B))
 	}
-	n, err := readRESP(out.B)
-	if err != nil || n != len(out.B) {
-		t.Fatalf("%q: reply %q is not one RESP reply (%d bytes read, %v)", cmd.Args, out.B, n, err)
+	reply, err := redisserver.ReadReply(bufio.NewReader(bytes.NewReader(out.B)))
+	if err != nil || len(reply) != len(out.B) {
+		t.Fatalf("%q: reply %q is not one RESP reply (%d bytes read, %v)", cmd.Args, out.B, len(reply), err)
 	}
 	return out.B
 }

@@ -1,17 +1,13 @@
 package store
 
 import (
-	"bufio"
 	"bytes"
-	"io"
-	"net"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/presenced/presenced/proto"
+	"github.com/presenced/presenced/server/redisserver"
 )
 
 // Script tests: each step is a command line and its exact RESP reply.
@@ -120,47 +116,31 @@ func runScript(t *testing.T, steps []step) {
 	}
 }
 
-// redisServer is a real redis-server on a unix socket, the referee.
+// redisServer is a connection to a real redis-server, the referee.
 type redisServer struct {
-	conn net.Conn
-	rd   *bufio.Reader
+	conn *redisserver.Conn
 }
 
-// startRedis starts redis-server for the test, or returns nil when it is
-// not installed. It waits for the server's ready line.
+// startRedis starts redis-server for the test and connects to it. Outside
+// CI it returns nil when redis-server is not installed, and the caller
+// checks the store alone.
 func startRedis(t *testing.T) *redisServer {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
+	return connectRedis(t, redisserver.StartIfInstalled(t, redisserver.Options{}))
+}
+
+// connectRedis connects to p for the length of the test; nil stays nil.
+func connectRedis(t *testing.T, p *redisserver.Process) *redisServer {
+	t.Helper()
+	if p == nil {
 		return nil
 	}
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "redis.sock")
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no", "--dir", dir)
-	stdout, err := cmd.StdoutPipe()
+	conn, err := redisserver.Dial(p.Addr())
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	lines := bufio.NewScanner(stdout)
-	for lines.Scan() {
-		if strings.Contains(lines.Text(), "ready to accept connections") {
-			break
-		}
-	}
-	go io.Copy(io.Discard, stdout)
-	conn, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatalf("redis-server did not start: %v", err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &redisServer{conn: conn, rd: bufio.NewReader(conn)}
+	return &redisServer{conn: conn}
 }
 
 // do sends a command in database db and returns Redis's raw reply.
@@ -170,46 +150,11 @@ func (r *redisServer) do(t *testing.T, db int, args ...[]byte) string {
 		r.do(t, 0, []byte("SELECT"), []byte(strconv.Itoa(db)))
 		defer r.do(t, 0, []byte("SELECT"), []byte("0"))
 	}
-	var b []byte
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, "\r\n"...)
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, "\r\n"...)
-		b = append(b, a...)
-		b = append(b, "\r\n"...)
-	}
-	if _, err := r.conn.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := copyRESPReply(r.rd, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out.String()
-}
-
-// copyRESPReply copies one RESP2 reply from rd to out.
-func copyRESPReply(rd *bufio.Reader, out *bytes.Buffer) error {
-	line, err := rd.ReadString('\n')
+	reply, err := r.conn.Do(args...)
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
-	out.WriteString(line)
-	n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-	switch line[0] {
-	case '$':
-		if n >= 0 {
-			_, err = io.CopyN(out, rd, int64(n)+2)
-		}
-	case '*':
-		for i := 0; i < n && err == nil; i++ {
-			err = copyRESPReply(rd, out)
-		}
-	}
-	return err
+	return string(reply)
 }
 
 func TestSetOptions(t *testing.T) {

@@ -1,16 +1,16 @@
 // Package redisserver starts a real redis-server on a free loopback port,
-// as a referee for tests and benchmarks that compare presenced with Redis.
-// It needs nothing from the testing package, so a benchmark program can
-// use it too.
+// as a referee for tests and benchmarks that compare presenced with Redis,
+// and speaks raw RESP to it (see Conn). StartBinary starts any server
+// program that takes redis-server's --bind, --port and --dir options, such
+// as presenced itself. The package needs nothing from the testing package,
+// so a benchmark program can use it too.
 package redisserver
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -20,14 +20,15 @@ import (
 	"time"
 )
 
-// ErrNotInstalled is returned by Start when no redis-server is on PATH.
-var ErrNotInstalled = errors.New("redisserver: redis-server not found on PATH")
+// ErrNotInstalled is returned by Start when no redis-server is on PATH,
+// and by StartBinary when its program cannot be found.
+var ErrNotInstalled = errors.New("redisserver: server program not found")
 
-// ErrNotReady is returned by Start when the server does not answer PING
-// within Options.ReadyTimeout.
-var ErrNotReady = errors.New("redisserver: redis-server did not become ready")
+// ErrNotReady is returned by Start and StartBinary when the server does
+// not answer PING within Options.ReadyTimeout.
+var ErrNotReady = errors.New("redisserver: server did not become ready")
 
-// Options configures Start. The zero value is ready to use.
+// Options configures Start and StartBinary. The zero value is ready to use.
 type Options struct {
 	// Args are extra configuration arguments appended to the command
 	// line, e.g. []string{"--maxmemory", "1gb"}. They override the
@@ -36,11 +37,14 @@ type Options struct {
 	// Dir is the server's working directory; empty means a fresh
 	// temporary directory that Close removes.
 	Dir string
+	// Password, when set, is passed as --requirepass; the readiness
+	// check authenticates with it.
+	Password string
 	// ReadyTimeout bounds the wait for the first PONG; 0 means 10s.
 	ReadyTimeout time.Duration
 }
 
-// Process is a running redis-server.
+// Process is a running server.
 type Process struct {
 	cmd     *exec.Cmd
 	addr    string
@@ -51,21 +55,40 @@ type Process struct {
 	once    sync.Once
 }
 
-// Start launches redis-server with persistence off, bound to 127.0.0.1 on a
-// free port, and returns once it answers PING. If the port was taken by
-// someone else in the meantime, it retries on another port.
+// Start launches redis-server from PATH with persistence off, as
+// StartBinary launches a program.
 func Start(opts Options) (*Process, error) {
-	bin, err := exec.LookPath("redis-server")
+	opts.Args = append([]string{"--save", "", "--appendonly", "no"}, opts.Args...)
+	return StartBinary("redis-server", opts)
+}
+
+// StartBinary launches the server program bin (a path, or a name looked up
+// on PATH) with "--bind 127.0.0.1 --port N --dir D" on a free port N,
+// followed by opts.Args, and returns once it answers PING and INFO server
+// reports its process id. If the port was taken by someone else in the
+// meantime, it retries on another port.
+func StartBinary(bin string, opts Options) (*Process, error) {
+	path, err := lookPath(bin)
 	if err != nil {
-		return nil, ErrNotInstalled
+		return nil, err
 	}
 	const attempts = 3
 	for i := 1; ; i++ {
-		p, err := start(bin, opts)
+		p, err := start(path, opts)
 		if err == nil || i == attempts || !errors.Is(err, errExited) {
 			return p, err
 		}
 	}
+}
+
+// lookPath finds the program bin as exec.LookPath does; a missing one is
+// ErrNotInstalled.
+func lookPath(bin string) (string, error) {
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNotInstalled, err)
+	}
+	return path, nil
 }
 
 // errExited marks a server that exited before it became ready.
@@ -87,11 +110,11 @@ func start(bin string, opts Options) (*Process, error) {
 		return nil, err
 	}
 	p.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	args := append([]string{
-		"--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
-		"--port", strconv.Itoa(port), "--dir", dir,
-	}, opts.Args...)
-	p.cmd = exec.Command(bin, args...)
+	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir}
+	if opts.Password != "" {
+		args = append(args, "--requirepass", opts.Password)
+	}
+	p.cmd = exec.Command(bin, append(args, opts.Args...)...)
 	p.cmd.Stdout = &p.output
 	p.cmd.Stderr = &p.output
 	setParentDeathSignal(p.cmd)
@@ -107,9 +130,9 @@ func start(bin string, opts Options) (*Process, error) {
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
-	if err := p.waitReady(timeout); err != nil {
+	if err := p.waitReady(timeout, opts.Password); err != nil {
 		p.Close()
-		return nil, fmt.Errorf("%w: %w; output: %s", ErrNotReady, err, p.output.String())
+		return nil, fmt.Errorf("%w: %s: %w; output: %s", ErrNotReady, bin, err, p.output.String())
 	}
 	return p, nil
 }
@@ -141,12 +164,12 @@ func (p *Process) removeTemp() {
 // between attempts, until a PONG arrives, the process exits or the timeout
 // passes. It then checks that the server answering is this process and
 // not another one that holds the port.
-func (p *Process) waitReady(timeout time.Duration) error {
+func (p *Process) waitReady(timeout time.Duration, password string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	backoff := time.Millisecond
 	for {
-		pid, err := probe(ctx, p.addr)
+		pid, err := probe(ctx, p.addr, password)
 		if err == nil {
 			if pid != p.Pid() {
 				return fmt.Errorf("%w: port %s is held by process %d", errExited, p.addr, pid)
@@ -167,38 +190,27 @@ func (p *Process) waitReady(timeout time.Duration) error {
 	}
 }
 
-// probe sends PING, expects +PONG, then asks INFO server for the process
-// id of the server that answered.
-func probe(ctx context.Context, addr string) (int, error) {
+// probe authenticates when there is a password, sends PING, expects PONG,
+// then asks INFO server for the process id of the server that answered.
+func probe(ctx context.Context, addr, password string) (int, error) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close()
-	if deadline, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(deadline)
+	deadline, _ := ctx.Deadline()
+	c := newConn(nc, time.Until(deadline))
+	defer c.Close()
+	if password != "" {
+		if err := c.expect("+OK\r\n", "AUTH", password); err != nil {
+			return 0, err
+		}
 	}
-	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
+	if err := c.expect("+PONG\r\n", "PING"); err != nil {
 		return 0, err
 	}
-	r := bufio.NewReader(conn)
-	line, err := r.ReadString('\n')
+	info, err := c.Do([]byte("INFO"), []byte("server"))
 	if err != nil {
-		return 0, err
-	}
-	if line != "+PONG\r\n" {
-		return 0, fmt.Errorf("unexpected reply %q", line)
-	}
-	if line, err = r.ReadString('\n'); err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "$"), "\r\n"))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("unexpected INFO reply %q", line)
-	}
-	info := make([]byte, n)
-	if _, err := io.ReadFull(r, info); err != nil {
 		return 0, err
 	}
 	for _, l := range strings.Split(string(info), "\r\n") {
@@ -206,7 +218,7 @@ func probe(ctx context.Context, addr string) (int, error) {
 			return strconv.Atoi(v)
 		}
 	}
-	return 0, errors.New("INFO server has no process_id")
+	return 0, fmt.Errorf("INFO server has no process_id: %q", info)
 }
 
 // freePort asks the kernel for a free loopback port. Another process may

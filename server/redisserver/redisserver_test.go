@@ -44,7 +44,8 @@ func TestStartAnswersAndClose(t *testing.T) {
 
 func TestTwoServersGetDistinctPorts(t *testing.T) {
 	a := StartForTest(t, Options{})
-	b := StartForTest(t, Options{})
+	b := StartIfInstalled(t, Options{}) // installed: a was started
+
 	if a.Addr() == b.Addr() || a.Pid() == b.Pid() {
 		t.Fatalf("same server twice: %s/%d and %s/%d", a.Addr(), a.Pid(), b.Addr(), b.Pid())
 	}
@@ -71,7 +72,7 @@ func TestStartForTestWithoutRedis(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	for _, ci := range []string{"", "true"} {
 		t.Setenv("CI", ci)
-		var f fakeTB
+		var f, g fakeTB
 		// The fake's Skip and Fatal return, unlike testing's, so
 		// StartForTest must stop by itself after either.
 		if p := StartForTest(&f, Options{}); p != nil {
@@ -79,6 +80,13 @@ func TestStartForTestWithoutRedis(t *testing.T) {
 		}
 		if wantFail := ci == "true"; f.failed != wantFail || f.skipped == wantFail {
 			t.Errorf("CI=%q: skipped=%v failed=%v", ci, f.skipped, f.failed)
+		}
+		// StartIfInstalled neither skips nor fails outside CI.
+		if p := StartIfInstalled(&g, Options{}); p != nil {
+			t.Fatal("got a process without redis-server")
+		}
+		if wantFail := ci == "true"; g.failed != wantFail || g.skipped {
+			t.Errorf("StartIfInstalled, CI=%q: skipped=%v failed=%v", ci, g.skipped, g.failed)
 		}
 	}
 }
@@ -90,5 +98,48 @@ func TestStartReportsBadArgs(t *testing.T) {
 	}
 	if !errors.Is(err, ErrNotReady) {
 		t.Fatalf("Start with a bad option: %v, want ErrNotReady", err)
+	}
+}
+
+func TestStartBinary(t *testing.T) {
+	bin := RequireProgram(t, "redis-server")
+	// A program given by its path, with only the options StartBinary
+	// adds and the caller's.
+	p, err := StartBinary(bin, Options{Args: []string{"--save", ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := Dial(p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := c.Do([]byte("CONFIG"), []byte("GET"), []byte("appendonly")); err != nil || string(got) != "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n" {
+		t.Fatalf("CONFIG GET appendonly: %q, %v", got, err)
+	}
+	if _, err := StartBinary("no-such-server-program", Options{}); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("StartBinary of a missing program: %v, want ErrNotInstalled", err)
+	}
+	// A program that exits at once never becomes ready.
+	if _, err := StartBinary(RequireProgram(t, "false"), Options{}); !errors.Is(err, ErrNotReady) {
+		t.Errorf("StartBinary of a program that exits: %v, want ErrNotReady", err)
+	}
+}
+
+func TestRequireProgram(t *testing.T) {
+	for _, ci := range []string{"", "true"} {
+		t.Setenv("CI", ci)
+		var f fakeTB
+		if path := RequireProgram(&f, "no-such-program"); path != "" {
+			t.Errorf("CI=%q: path %q for a missing program", ci, path)
+		}
+		if wantFail := ci == "true"; f.failed != wantFail || f.skipped == wantFail {
+			t.Errorf("CI=%q: skipped=%v failed=%v", ci, f.skipped, f.failed)
+		}
+		f = fakeTB{}
+		if path := RequireProgram(&f, "sh"); path == "" || f.failed || f.skipped {
+			t.Errorf("CI=%q: sh: path %q, skipped=%v failed=%v", ci, path, f.skipped, f.failed)
+		}
 	}
 }
