@@ -109,19 +109,11 @@ func writeCommandInfo(w *proto.Writer, spec *proto.Spec) {
 	w.Array(10)
 	w.BulkString(spec.FullName())
 	w.Int(int64(spec.Arity))
-	flags := spec.Flags.Names()
-	w.Array(len(flags))
-	for _, f := range flags {
-		w.Simple(f)
-	}
+	writeSimpleArray(w, spec.Flags.Names())
 	w.Int(int64(spec.FirstKey))
 	w.Int(int64(spec.LastKey))
 	w.Int(int64(spec.Step))
-	cats := aclCategories(spec)
-	w.Array(len(cats))
-	for _, cat := range cats {
-		w.Simple(cat)
-	}
+	writeSimpleArray(w, aclCategories(spec))
 	w.Array(0) // tips
 	w.Array(0) // key specifications
 	w.Array(len(spec.Subcommands))
@@ -157,82 +149,74 @@ func aclCategories(spec *proto.Spec) []string {
 	return cats
 }
 
-// writeCommandDocs writes one command's COMMAND DOCS map (as a RESP2
-// array of field, value pairs).
-func writeCommandDocs(w *proto.Writer, spec *proto.Spec) {
-	args := spec.Args()
-	fields := 8
-	if len(args) > 0 {
-		fields += 2
-	}
-	if len(spec.Subcommands) > 0 {
-		fields += 2
-	}
-	w.Array(fields)
-	w.BulkString("summary")
-	w.BulkString(spec.Summary)
-	w.BulkString("since")
-	w.BulkString(spec.Since)
-	w.BulkString("group")
-	w.BulkString(spec.Group)
-	w.BulkString("complexity")
-	w.BulkString(spec.Complexity)
-	if len(args) > 0 {
-		w.BulkString("arguments")
-		writeArgs(w, args)
-	}
-	if len(spec.Subcommands) > 0 {
-		w.BulkString("subcommands")
-		w.Array(2 * len(spec.Subcommands))
-		for _, sub := range spec.Subcommands {
-			w.BulkString(sub.FullName())
-			writeCommandDocs(w, sub)
-		}
+// field is one entry of a map reply: its name and what writes its value.
+type field struct {
+	name  string
+	value func(w *proto.Writer)
+}
+
+// writeMap writes fields as a RESP2 map: an array of name, value pairs.
+func writeMap(w *proto.Writer, fields []field) {
+	w.Array(2 * len(fields))
+	for _, f := range fields {
+		w.BulkString(f.name)
+		f.value(w)
 	}
 }
 
-// writeArgs writes an "arguments" list of COMMAND DOCS.
+// bulkValue writes s as a bulk string.
+func bulkValue(s string) func(*proto.Writer) { return func(w *proto.Writer) { w.BulkString(s) } }
+
+// writeCommandDocs writes one command's COMMAND DOCS map.
+func writeCommandDocs(w *proto.Writer, spec *proto.Spec) {
+	fields := []field{
+		{"summary", bulkValue(spec.Summary)},
+		{"since", bulkValue(spec.Since)},
+		{"group", bulkValue(spec.Group)},
+		{"complexity", bulkValue(spec.Complexity)},
+	}
+	if args := spec.Args(); len(args) > 0 {
+		fields = append(fields, field{"arguments", func(w *proto.Writer) { writeArgs(w, args) }})
+	}
+	if len(spec.Subcommands) > 0 {
+		fields = append(fields, field{"subcommands", func(w *proto.Writer) {
+			w.Array(2 * len(spec.Subcommands))
+			for _, sub := range spec.Subcommands {
+				w.BulkString(sub.FullName())
+				writeCommandDocs(w, sub)
+			}
+		}})
+	}
+	writeMap(w, fields)
+}
+
+// writeArgs writes an "arguments" list of COMMAND DOCS, each argument a
+// map with the fields Redis 7 gives it.
 func writeArgs(w *proto.Writer, args []proto.Arg) {
 	w.Array(len(args))
 	for i := range args {
 		a := &args[i]
-		flags := a.Flags()
-		n := 4
+		fields := []field{{"name", bulkValue(a.Name)}, {"type", bulkValue(string(a.Type))}}
 		if a.KeySpecIndex >= 0 {
-			n += 2
+			fields = append(fields, field{"key_spec_index", func(w *proto.Writer) { w.Int(int64(a.KeySpecIndex)) }})
 		}
 		if a.Token != "" {
-			n += 2
+			fields = append(fields, field{"token", bulkValue(a.Token)})
 		}
-		if len(flags) > 0 {
-			n += 2
-		}
-		if len(a.Args) > 0 {
-			n += 2
-		}
-		w.Array(n)
-		w.BulkString("name")
-		w.BulkString(a.Name)
-		w.BulkString("type")
-		w.BulkString(string(a.Type))
-		if a.KeySpecIndex >= 0 {
-			w.BulkString("key_spec_index")
-			w.Int(int64(a.KeySpecIndex))
-		}
-		if a.Token != "" {
-			w.BulkString("token")
-			w.BulkString(a.Token)
-		}
-		if len(flags) > 0 {
-			w.BulkString("flags")
-			w.Array(len(flags))
-			for _, f := range flags {
-				w.Simple(f)
-			}
+		if flags := a.Flags(); len(flags) > 0 {
+			fields = append(fields, field{"flags", func(w *proto.Writer) { writeSimpleArray(w, flags) }})
 		}
 		if len(a.Args) > 0 {
-			w.BulkString("arguments")
-			writeArgs(w, a.Args)
+			fields = append(fields, field{"arguments", func(w *proto.Writer) { writeArgs(w, a.Args) }})
 		}
+		writeMap(w, fields)
+	}
+}
+
+// writeSimpleArray writes an array of simple strings.
+func writeSimpleArray(w *proto.Writer, items []string) {
+	w.Array(len(items))
+	for _, s := range items {
+		w.Simple(s)
 	}
 }
