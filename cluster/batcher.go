@@ -1,0 +1,312 @@
+package cluster
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/presenced/presenced/store"
+)
+
+// batcher implements group commit: callers queue batches of commands, and
+// one goroutine packs every batch waiting (up to a size bound) into a
+// single log entry. While up to maxInflight entries are being committed,
+// new batches wait in the queue, so the busier the node the more batches
+// share an entry.
+//
+// Lifecycle: stop fails the queued batches and refuses new ones; closing
+// quit ends the proposer and the ticker; closing raftDown (after raft has
+// shut down, which resolves the futures of entries in flight) lets the
+// completer finish every entry still in flight.
+type batcher struct {
+	r        *raft.Raft
+	fsm      *fsm
+	maxBytes int // bound of an entry's encoded commands
+	maxCmds  int // bound of an entry's commands
+
+	mu struct {
+		sync.Mutex
+		queue    []*request
+		closed   bool
+		enqueued uint64
+	}
+	wake      chan struct{}  // signalled when the queue gets a batch
+	slots     chan struct{}  // one token per entry in flight
+	proposals chan *proposal // entries in flight, in log order
+	quit      <-chan struct{}
+	raftDown  <-chan struct{}
+
+	tickQueued atomic.Bool // a tick is queued or in flight
+	enqueued   progress    // batches ever queued, for tests to wait on
+
+	entries  atomic.Uint64 // entries proposed
+	batches  atomic.Uint64 // caller batches committed
+	commands atomic.Uint64 // commands committed
+}
+
+// request is one caller's batch. A tick has no commands, no out and no
+// done channel: nobody waits for it.
+type request struct {
+	cmds []store.Command
+	size int // encoded size of cmds
+	out  *store.Replies
+	done chan error
+}
+
+var requests = sync.Pool{New: func() any { return &request{done: make(chan error, 1)} }}
+
+// proposal is an entry handed to raft and the batches it carries. The
+// future is waited for by a goroutine of its own, which sets err and resp
+// and closes resolved.
+type proposal struct {
+	reqs     []*request
+	resolved chan struct{}
+	err      error
+	resp     any
+}
+
+func newBatcher(r *raft.Raft, f *fsm, cfg *Config, quit, raftDown <-chan struct{}) *batcher {
+	return &batcher{
+		r:         r,
+		fsm:       f,
+		maxBytes:  cfg.MaxEntryBytes,
+		maxCmds:   cfg.MaxEntryCommands,
+		wake:      make(chan struct{}, 1),
+		slots:     make(chan struct{}, cfg.MaxInflight),
+		proposals: make(chan *proposal, cfg.MaxInflight),
+		quit:      quit,
+		raftDown:  raftDown,
+	}
+}
+
+// apply queues cmds and waits until the entry carrying them is committed
+// and applied, then appends their replies to out.
+func (b *batcher) apply(cmds []store.Command, out *store.Replies) error {
+	r := requests.Get().(*request)
+	r.cmds, r.out, r.size = cmds, out, 0
+	for _, c := range cmds {
+		r.size += commandSize(c)
+	}
+	if !b.enqueue(r) {
+		r.cmds, r.out = nil, nil
+		requests.Put(r)
+		return ErrClosed
+	}
+	err := <-r.done
+	r.cmds, r.out = nil, nil
+	requests.Put(r)
+	return err
+}
+
+// enqueue adds r to the queue, or reports false if the batcher stopped.
+func (b *batcher) enqueue(r *request) bool {
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		return false
+	}
+	b.mu.queue = append(b.mu.queue, r)
+	b.mu.enqueued++
+	count := b.mu.enqueued
+	b.mu.Unlock()
+	b.enqueued.advance(count)
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// stop refuses new batches and fails the queued ones with ErrClosed.
+func (b *batcher) stop() {
+	b.mu.Lock()
+	b.mu.closed = true
+	queued := b.mu.queue
+	b.mu.queue = nil
+	b.mu.Unlock()
+	for _, r := range queued {
+		b.respond(r, ErrClosed)
+	}
+}
+
+// queued returns the number of batches waiting for an entry.
+func (b *batcher) queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.mu.queue)
+}
+
+// proposeLoop packs queued batches into entries, at most maxInflight at a
+// time, and hands each to the completer.
+func (b *batcher) proposeLoop() {
+	defer close(b.proposals)
+	for {
+		select {
+		case b.slots <- struct{}{}:
+		case <-b.quit:
+			return
+		}
+		reqs := b.take()
+		if reqs == nil {
+			return
+		}
+		b.proposals <- b.propose(reqs)
+	}
+}
+
+// take waits for queued batches and removes from the queue's front as
+// many as fit in one entry (at least one).
+func (b *batcher) take() []*request {
+	for {
+		b.mu.Lock()
+		if q := b.mu.queue; len(q) > 0 {
+			n, size, cmds := 1, q[0].size, len(q[0].cmds)
+			for ; n < len(q); n++ {
+				size, cmds = size+q[n].size, cmds+len(q[n].cmds)
+				if size > b.maxBytes || cmds > b.maxCmds {
+					break
+				}
+			}
+			reqs := append([]*request(nil), q[:n]...)
+			rest := copy(q, q[n:])
+			clear(q[rest:])
+			b.mu.queue = q[:rest]
+			b.mu.Unlock()
+			return reqs
+		}
+		b.mu.Unlock()
+		select {
+		case <-b.wake:
+		case <-b.quit:
+			return nil
+		}
+	}
+}
+
+// propose encodes reqs as one entry stamped with this node's clock and
+// hands it to raft.
+func (b *batcher) propose(reqs []*request) *proposal {
+	batches := make([][]store.Command, len(reqs))
+	size := 0
+	for i, r := range reqs {
+		batches[i] = r.cmds
+		size += r.size
+	}
+	data := encodeEntry(time.Now().UnixMilli(), batches, size)
+	p := &proposal{reqs: reqs, resolved: make(chan struct{})}
+	f := b.r.Apply(data, 0)
+	b.entries.Add(1)
+	// Not a tracked goroutine: raft resolves every future it accepted,
+	// except an entry committed but not yet handed to the FSM when raft
+	// shuts down. The completer stops waiting once raft is down, and then
+	// this goroutine is left blocked; it holds only this proposal.
+	go func() {
+		p.err = f.Error()
+		if p.err == nil {
+			p.resp = f.Response()
+		}
+		close(p.resolved)
+	}()
+	return p
+}
+
+// completeLoop answers the batches of each entry in log order once raft
+// resolved it.
+func (b *batcher) completeLoop() {
+	for p := range b.proposals {
+		var resp any
+		var err error
+		select {
+		case <-p.resolved:
+			resp, err = p.resp, p.err
+		case <-b.raftDown:
+			select {
+			case <-p.resolved:
+				resp, err = p.resp, p.err
+			default:
+				err = raft.ErrRaftShutdown
+			}
+		}
+		b.finish(p.reqs, resp, outcomeError(err))
+		<-b.slots
+	}
+}
+
+// finish answers reqs, the batches of one entry, from the entry's outcome:
+// on success each gets its slice of the entry's replies.
+func (b *batcher) finish(reqs []*request, resp any, err error) {
+	rep, _ := resp.(*store.Replies)
+	total := 0
+	for _, r := range reqs {
+		total += len(r.cmds)
+	}
+	if err == nil && (rep == nil || len(rep.Ends) != total) {
+		if e, ok := resp.(error); ok {
+			err = e
+		} else {
+			err = fmt.Errorf("cluster: unexpected state machine response %T", resp)
+		}
+	}
+	k := 0
+	for _, r := range reqs {
+		if err == nil {
+			copyReplies(r.out, rep, k, len(r.cmds))
+			b.batches.Add(1)
+			b.commands.Add(uint64(len(r.cmds)))
+		}
+		k += len(r.cmds)
+		b.respond(r, err)
+	}
+	if rep != nil {
+		b.fsm.putReplies(rep)
+	}
+}
+
+// respond delivers err to r's caller.
+func (b *batcher) respond(r *request, err error) {
+	if r.done == nil {
+		b.tickQueued.Store(false)
+		return
+	}
+	r.done <- err
+}
+
+// copyReplies appends to out the replies of the n commands of rep
+// starting at command k.
+func copyReplies(out, rep *store.Replies, k, n int) {
+	if n == 0 {
+		return
+	}
+	from := 0
+	if k > 0 {
+		from = rep.Ends[k-1]
+	}
+	base := out.Len() - from
+	out.Raw(rep.B[from:rep.Ends[k+n-1]])
+	for _, end := range rep.Ends[k : k+n] {
+		out.Ends = append(out.Ends, base+end)
+	}
+}
+
+// tickLoop queues an empty batch every interval while this node leads, so
+// that time advances, and keys expire, at the same log position on every
+// replica even when no client writes.
+func (b *batcher) tickLoop(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.quit:
+			return
+		case <-t.C:
+		}
+		if b.r.State() != raft.Leader || !b.tickQueued.CompareAndSwap(false, true) {
+			continue
+		}
+		if !b.enqueue(&request{}) {
+			return
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package cluster
+
+import (
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/presenced/presenced/store"
+)
+
+// BenchmarkApply measures group commit on a one-node cluster: many
+// goroutines each apply batches of SETBITs (a client's pipeline) in every
+// persistence mode. It reports commands per second and commands per log
+// entry.
+func BenchmarkApply(b *testing.B) {
+	modes := []struct {
+		name       string
+		appendOnly bool
+		fsync      string
+	}{
+		{"appendonly=no", false, FsyncAlways},
+		{"appendfsync=always", true, FsyncAlways},
+		{"appendfsync=everysec", true, FsyncEverySec},
+	}
+	for _, m := range modes {
+		for _, pipeline := range []int{1, 64} {
+			b.Run(fmt.Sprintf("%s/pipeline=%d", m.name, pipeline), func(b *testing.B) {
+				cfg := testConfig("solo")
+				cfg.Bootstrap = true
+				cfg.AppendOnly = m.appendOnly
+				cfg.AppendFsync = m.fsync
+				cfg.Dir = b.TempDir()
+				cfg.RaftAddr = "127.0.0.1:0"
+				n, err := Open(cfg, FromStore(store.New()), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer n.Close()
+				waitReady(b, n)
+				var next atomic.Int64
+				before := n.Stats()
+				b.SetParallelism(50)
+				b.ReportAllocs()
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					cmds := make([]store.Command, pipeline)
+					var out store.Replies
+					for pb.Next() {
+						for i := range cmds {
+							cmds[i] = cmd(0, "SETBIT", "online", strconv.FormatInt(next.Add(1), 10), "1")
+						}
+						out.Reset()
+						if err := n.Apply(cmds, &out); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				s := n.Stats()
+				b.ReportMetric(float64(b.N*pipeline)/b.Elapsed().Seconds(), "cmds/s")
+				b.ReportMetric(float64(s.Commands-before.Commands)/float64(max(1, s.Entries-before.Entries)), "cmds/entry")
+			})
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Values of Config.AppendFsync, as in redis.conf.
+const (
+	FsyncAlways   = "always"   // fsync the log before a write is acknowledged
+	FsyncEverySec = "everysec" // fsync the log once a second
+	FsyncNo       = "no"       // leave flushing to the operating system
+)
+
+// Config configures a Node.
+type Config struct {
+	// NodeID names this node in the cluster; it must never be reused for
+	// another node.
+	NodeID string
+	// RaftAddr is the host:port the raft transport listens on and other
+	// nodes reach this node at. Unused when Open is given a transport.
+	RaftAddr string
+	// Dir holds the raft log ("raft.db") and the snapshots ("snapshots/")
+	// when AppendOnly is set.
+	Dir string
+	// Bootstrap makes a node that starts without any raft state form a new
+	// one-node cluster of itself. A node that joins an existing cluster
+	// starts with Bootstrap off and waits to be added.
+	Bootstrap bool
+	// AppendOnly keeps the raft log and snapshots in Dir, so that the node
+	// restarts with its data. Off, they live in memory: the data survives
+	// as long as a majority of the nodes stays up.
+	AppendOnly bool
+	// AppendFsync says when the log file is flushed to disk with
+	// AppendOnly: FsyncAlways before each commit is acknowledged (no
+	// acknowledged write is lost on power loss), FsyncEverySec once a
+	// second (up to a second of writes lost on power loss), FsyncNo when
+	// the operating system decides. A crash of the process alone loses
+	// nothing in any mode.
+	AppendFsync string
+	// TickInterval is how often the leader proposes an empty entry that
+	// carries its clock, so that keys expire at the same log position on
+	// every replica even when nobody writes.
+	TickInterval time.Duration
+
+	// HeartbeatTimeout is how long a follower waits without hearing from
+	// the leader before it starts an election (randomized up to twice
+	// that). Together with ElectionTimeout it bounds failover: the
+	// defaults, tuned for nodes on a LAN or loopback, elect a new leader
+	// within about a second of the old one dying.
+	HeartbeatTimeout time.Duration
+	// ElectionTimeout is how long a candidate waits for votes before it
+	// starts another election (randomized up to twice that). At least
+	// HeartbeatTimeout.
+	ElectionTimeout time.Duration
+	// LeaderLeaseTimeout is how long a leader keeps leading without
+	// hearing from a majority. At most HeartbeatTimeout.
+	LeaderLeaseTimeout time.Duration
+	// CommitTimeout is the longest the leader goes without sending
+	// entries or heartbeats to followers, which bounds how stale a
+	// follower's knowledge of the commit index is.
+	CommitTimeout time.Duration
+
+	// SnapshotInterval is how often raft checks whether to snapshot.
+	SnapshotInterval time.Duration
+	// SnapshotThreshold is how many entries past the last snapshot make
+	// raft take a new one and compact the log.
+	SnapshotThreshold uint64
+	// TrailingLogs is how many entries a snapshot leaves in the log, so
+	// that a follower slightly behind catches up without a snapshot.
+	TrailingLogs uint64
+
+	// MaxEntryBytes bounds the encoded commands of one log entry; a single
+	// batch larger than that still gets an entry of its own.
+	MaxEntryBytes int
+	// MaxEntryCommands bounds the commands of one log entry, with the same
+	// exception.
+	MaxEntryCommands int
+	// MaxInflight is how many entries the leader has being committed at
+	// once; batches arriving meanwhile wait and share the next entry.
+	MaxInflight int
+
+	// LogOutput receives raft's log; nil means standard error.
+	LogOutput io.Writer
+	// LogLevel is the least severe raft log level written: "trace",
+	// "debug", "info", "warn" or "error".
+	LogLevel string
+}
+
+// DefaultConfig returns a configuration for one node on loopback that
+// keeps its data in ./data and fsyncs every commit. NodeID, RaftAddr and
+// Dir are for the caller to set in a real cluster.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:             "node1",
+		RaftAddr:           "127.0.0.1:7379",
+		Dir:                "data",
+		Bootstrap:          true,
+		AppendOnly:         true,
+		AppendFsync:        FsyncAlways,
+		TickInterval:       100 * time.Millisecond,
+		HeartbeatTimeout:   300 * time.Millisecond,
+		ElectionTimeout:    300 * time.Millisecond,
+		LeaderLeaseTimeout: 200 * time.Millisecond,
+		CommitTimeout:      10 * time.Millisecond,
+		SnapshotInterval:   30 * time.Second,
+		SnapshotThreshold:  8192,
+		TrailingLogs:       10240,
+		MaxEntryBytes:      1 << 20,
+		MaxEntryCommands:   16384,
+		MaxInflight:        2,
+		LogLevel:           "warn",
+	}
+}
+
+// Validate reports the first problem of c, in plain words.
+func (c *Config) Validate() error {
+	switch {
+	case c.NodeID == "":
+		return errors.New("cluster: NodeID must not be empty")
+	case c.AppendOnly && c.Dir == "":
+		return errors.New("cluster: Dir must not be empty with AppendOnly")
+	case c.AppendFsync != FsyncAlways && c.AppendFsync != FsyncEverySec && c.AppendFsync != FsyncNo:
+		return fmt.Errorf("cluster: AppendFsync must be %q, %q or %q, not %q", FsyncAlways, FsyncEverySec, FsyncNo, c.AppendFsync)
+	case c.TickInterval <= 0:
+		return errors.New("cluster: TickInterval must be positive")
+	case c.HeartbeatTimeout < 5*time.Millisecond || c.ElectionTimeout < 5*time.Millisecond ||
+		c.LeaderLeaseTimeout < 5*time.Millisecond || c.CommitTimeout < time.Millisecond:
+		return errors.New("cluster: raft timeouts must be at least 5ms (CommitTimeout 1ms)")
+	case c.ElectionTimeout < c.HeartbeatTimeout:
+		return errors.New("cluster: ElectionTimeout must be at least HeartbeatTimeout")
+	case c.LeaderLeaseTimeout > c.HeartbeatTimeout:
+		return errors.New("cluster: LeaderLeaseTimeout must be at most HeartbeatTimeout")
+	case c.SnapshotInterval < 5*time.Millisecond:
+		return errors.New("cluster: SnapshotInterval must be at least 5ms")
+	case c.SnapshotThreshold == 0:
+		return errors.New("cluster: SnapshotThreshold must be positive")
+	case c.MaxEntryBytes <= 0 || c.MaxEntryCommands <= 0:
+		return errors.New("cluster: MaxEntryBytes and MaxEntryCommands must be positive")
+	case c.MaxInflight <= 0:
+		return errors.New("cluster: MaxInflight must be positive")
+	case hclog.LevelFromString(c.LogLevel) == hclog.NoLevel:
+		return fmt.Errorf("cluster: LogLevel must be trace, debug, info, warn or error, not %q", c.LogLevel)
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+)
+
+// replyError is a cluster error with the text of its Redis error reply.
+type replyError struct {
+	msg   string // Go error text
+	reply string // RESP error text, code first
+}
+
+func (e *replyError) Error() string { return e.msg }
+
+// RedisError returns the text of the error reply a client gets.
+func (e *replyError) RedisError() string { return e.reply }
+
+var (
+	// ErrNotLeader is returned for a write submitted to a node that is not
+	// the leader, or that lost leadership before the write entered the
+	// log. The write was not applied; retrying it is safe.
+	ErrNotLeader error = &replyError{"cluster: not leader",
+		"TRYAGAIN This node is not the leader, retry the write"}
+
+	// ErrUnknownOutcome is returned when leadership was lost or the node
+	// shut down after a write entered the log but before it was known to
+	// be committed: the write may or may not be applied. Retrying a
+	// non-idempotent command may apply it twice. Its reply code is not
+	// one that clients retry on their own.
+	ErrUnknownOutcome error = &replyError{"cluster: unknown outcome",
+		"UNCERTAIN Leadership changed while the write was being committed: it may or may not have been applied"}
+
+	// ErrClosed is returned for a write submitted to a closed node. The
+	// write was not applied.
+	ErrClosed error = &replyError{"cluster: closed",
+		"CLUSTERDOWN The cluster is down: this node is shutting down"}
+)
+
+// outcomeError maps the error of a write submitted to raft to a cluster
+// error: refused before entering the log (definite), or anything else
+// (unknown outcome).
+func outcomeError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return ErrNotLeader
+	}
+	return fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+}

@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/presenced/presenced/store"
+)
+
+// StateMachine is the state a Node replicates: the store, as the cluster
+// sees it.
+type StateMachine interface {
+	// Apply executes a batch of commands atomically at log time now (unix
+	// ms) and appends their replies to out. It must be deterministic: the
+	// same batches at the same times give the same state on every replica.
+	Apply(cmds []store.Command, now int64, out *store.Replies)
+	// Snapshot captures the current state. It runs between two Applies
+	// and must be quick (clone or copy-on-write); the returned writer
+	// encodes the captured state later, concurrently with further Applies.
+	Snapshot() io.WriterTo
+	// Restore replaces the whole state with one encoded by a snapshot's
+	// WriteTo.
+	Restore(r io.Reader) error
+}
+
+// fsm adapts a StateMachine to raft.FSM. The response of Apply, returned
+// by raft's ApplyFuture.Response on the leader, is the entry's
+// *store.Replies, or an error if the entry could not be decoded.
+type fsm struct {
+	sm       StateMachine
+	log      hclog.Logger
+	replies  sync.Pool     // of *store.Replies
+	applied  progress      // index of the latest entry of commands applied
+	restores atomic.Uint64 // snapshots restored
+}
+
+var _ raft.FSM = (*fsm)(nil)
+
+// Apply implements raft.FSM.
+func (f *fsm) Apply(l *raft.Log) any {
+	defer f.applied.advance(l.Index)
+	e, err := decodeEntry(l.Data)
+	if err != nil {
+		// Every replica decodes the same bytes the same way, so skipping
+		// the entry keeps the replicas equal; the callers see the error.
+		f.log.Error("skipping log entry", "index", l.Index, "error", err)
+		return fmt.Errorf("log index %d: %w", l.Index, err)
+	}
+	out := f.getReplies()
+	f.sm.Apply(e.cmds, e.time, out)
+	return out
+}
+
+// getReplies returns an empty Replies, reusing one released by putReplies.
+func (f *fsm) getReplies() *store.Replies {
+	if r, ok := f.replies.Get().(*store.Replies); ok {
+		return r
+	}
+	return new(store.Replies)
+}
+
+// putReplies makes r, whose contents were copied out, reusable.
+func (f *fsm) putReplies(r *store.Replies) {
+	r.Reset()
+	f.replies.Put(r)
+}
+
+// Snapshot implements raft.FSM. Raft calls it between two Applies, so the
+// index of the latest entry applied is exact.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	return fsmSnapshot{state: f.sm.Snapshot(), applied: f.applied.get()}, nil
+}
+
+// Restore implements raft.FSM.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var h [snapshotHeaderLen]byte
+	if _, err := io.ReadFull(rc, h[:]); err != nil {
+		return fmt.Errorf("%w: header: %v", ErrBadSnapshot, err)
+	}
+	applied, err := decodeSnapshotHeader(h)
+	if err != nil {
+		return err
+	}
+	if err := f.sm.Restore(rc); err != nil {
+		return err
+	}
+	f.restores.Add(1)
+	f.applied.advance(applied)
+	return nil
+}
+
+// ErrBadSnapshot is returned when a snapshot's cluster header is
+// corrupted or of an unknown version.
+var ErrBadSnapshot = errors.New("cluster: malformed snapshot")
+
+// A snapshot is a header followed by the state machine's own encoding.
+// Version 1 of the header is
+//
+//	byte    version (1)
+//	uint64  index of the latest entry of commands applied, little endian
+//	uint32  CRC-32C of the 9 bytes before it, little endian
+const (
+	snapshotVersion   = 1
+	snapshotHeaderLen = 1 + 8 + 4
+)
+
+func encodeSnapshotHeader(applied uint64) []byte {
+	h := make([]byte, 0, snapshotHeaderLen)
+	h = append(h, snapshotVersion)
+	return appendChecksum(binary.LittleEndian.AppendUint64(h, applied))
+}
+
+func decodeSnapshotHeader(h [snapshotHeaderLen]byte) (uint64, error) {
+	body := h[:snapshotHeaderLen-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(h[snapshotHeaderLen-4:]) {
+		return 0, fmt.Errorf("%w: header checksum mismatch", ErrBadSnapshot)
+	}
+	if h[0] != snapshotVersion {
+		return 0, fmt.Errorf("%w: unknown version %d", ErrBadSnapshot, h[0])
+	}
+	return binary.LittleEndian.Uint64(body[1:]), nil
+}
+
+// fsmSnapshot writes a captured state into raft's snapshot sink.
+type fsmSnapshot struct {
+	state   io.WriterTo
+	applied uint64
+}
+
+// Persist implements raft.FSMSnapshot.
+func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	_, err := sink.Write(encodeSnapshotHeader(s.applied))
+	if err == nil {
+		_, err = s.state.WriteTo(sink)
+	}
+	if err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+// Release implements raft.FSMSnapshot.
+func (fsmSnapshot) Release() {}
+
+// progress is an index that only grows, with a way to wait for it.
+type progress struct {
+	mu      sync.Mutex
+	index   uint64
+	changed chan struct{} // closed when index grows; nil while nobody waits
+}
+
+func (p *progress) advance(i uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i <= p.index {
+		return
+	}
+	p.index = i
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+}
+
+func (p *progress) get() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.index
+}
+
+// wait returns once the index reaches i, or ctx's error.
+func (p *progress) wait(ctx context.Context, i uint64) error {
+	for {
+		p.mu.Lock()
+		if p.index >= i {
+			p.mu.Unlock()
+			return nil
+		}
+		if p.changed == nil {
+			p.changed = make(chan struct{})
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// FromStore adapts a store to StateMachine.
+func FromStore(st *store.Store) StateMachine { return storeMachine{st} }
+
+type storeMachine struct{ *store.Store }
+
+func (m storeMachine) Snapshot() io.WriterTo { return m.Store.Snapshot() }

@@ -1,0 +1,221 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/presenced/presenced/store"
+)
+
+// testConfig is a node configuration for in-process tests: in-memory raft
+// stores, short timeouts, no tick unless a test sets one.
+func testConfig(id string) Config {
+	c := DefaultConfig()
+	c.NodeID = id
+	c.AppendOnly = false
+	c.Dir = ""
+	c.TickInterval = time.Hour
+	// Short enough for quick failovers, long enough not to flap on a
+	// loaded machine under the race detector.
+	c.HeartbeatTimeout = 400 * time.Millisecond
+	c.ElectionTimeout = 400 * time.Millisecond
+	c.LeaderLeaseTimeout = 200 * time.Millisecond
+	c.CommitTimeout = 5 * time.Millisecond
+	c.LogOutput = io.Discard
+	if os.Getenv("RAFTLOG") != "" {
+		c.LogOutput = os.Stderr
+		c.LogLevel = "debug"
+	}
+	return c
+}
+
+// testNode is one member of a testCluster.
+type testNode struct {
+	id    string
+	addr  raft.ServerAddress
+	trans *raft.InmemTransport
+	st    *store.Store
+	node  *Node
+	dead  bool
+}
+
+// testCluster is a cluster of in-process nodes connected by raft's
+// in-memory transport, with hooks to kill and partition nodes.
+type testCluster struct {
+	t     *testing.T
+	ctx   context.Context
+	nodes []*testNode
+}
+
+// newTestCluster starts n nodes: the first bootstraps, the others join it.
+// configure, if not nil, adjusts each node's configuration.
+func newTestCluster(t *testing.T, n int, configure func(*Config)) *testCluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	c := &testCluster{t: t, ctx: ctx}
+	t.Cleanup(c.close)
+	for i := range n {
+		tn := &testNode{id: fmt.Sprintf("n%d", i+1), st: store.New()}
+		tn.addr, tn.trans = raft.NewInmemTransport("")
+		c.nodes = append(c.nodes, tn)
+	}
+	c.heal()
+	for i, tn := range c.nodes {
+		cfg := testConfig(tn.id)
+		cfg.Bootstrap = i == 0
+		if configure != nil {
+			configure(&cfg)
+		}
+		node, err := Open(cfg, FromStore(tn.st), tn.trans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tn.node = node
+		if i == 0 {
+			c.leader()
+			continue
+		}
+		if err := c.nodes[0].node.AddVoter(ctx, tn.id, string(tn.addr)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A command entry after the membership changes: once every node
+	// applied it, every node knows the whole membership.
+	if err := c.nodes[0].node.Apply([]store.Command{cmd(0, "DEL", "formed")}, new(store.Replies)); err != nil {
+		t.Fatal(err)
+	}
+	c.converge()
+	return c
+}
+
+func (c *testCluster) live() []*testNode {
+	var out []*testNode
+	for _, tn := range c.nodes {
+		if !tn.dead {
+			out = append(out, tn)
+		}
+	}
+	return out
+}
+
+func (c *testCluster) byID(id string) *testNode {
+	for _, tn := range c.nodes {
+		if tn.id == id && !tn.dead {
+			return tn
+		}
+	}
+	return nil
+}
+
+// leader waits until a live node leads and returns it. It waits on raft's
+// leadership observations: on the node believed to lead if it is alive,
+// else on another live node, which will learn of the next leader.
+func (c *testCluster) leader() *testNode {
+	c.t.Helper()
+	for {
+		obs := c.live()[0]
+		if _, id := obs.node.Leader(); c.byID(id) != nil {
+			obs = c.byID(id)
+		}
+		seen := obs.node.leaders.get()
+		if _, id := obs.node.Leader(); c.byID(id) != nil && c.byID(id).node.IsLeader() {
+			return c.byID(id)
+		}
+		if err := obs.node.leaders.wait(c.ctx, seen+1); err != nil {
+			c.t.Fatalf("no leader: %v", err)
+		}
+	}
+}
+
+// close stops every node, leaders first: a leader waits for its RPCs in
+// flight, which a stopped follower would leave to time out.
+func (c *testCluster) close() {
+	for _, leading := range []bool{true, false} {
+		for _, tn := range c.nodes {
+			if tn.node != nil && tn.node.IsLeader() == leading {
+				tn.node.Close()
+			}
+		}
+	}
+}
+
+// kill stops a node and cuts it off.
+func (c *testCluster) kill(tn *testNode) {
+	tn.dead = true
+	tn.node.Close()
+	c.isolate(tn)
+}
+
+// isolate cuts every link between tn and the other nodes.
+func (c *testCluster) isolate(tn *testNode) {
+	tn.trans.DisconnectAll()
+	for _, o := range c.nodes {
+		if o != tn {
+			o.trans.Disconnect(tn.addr)
+		}
+	}
+}
+
+// heal connects every pair of nodes.
+func (c *testCluster) heal() {
+	for _, a := range c.nodes {
+		for _, b := range c.nodes {
+			if a != b {
+				a.trans.Connect(b.addr, b.trans)
+			}
+		}
+	}
+}
+
+// converge waits until every live node applied every command the leader
+// applied
+// and checks that their stores are equal. Tests that call it keep ticks
+// off, so the log stands still once writes stop.
+func (c *testCluster) converge() {
+	c.t.Helper()
+	l := c.leader()
+	if err := l.node.Barrier(c.ctx); err != nil {
+		c.t.Fatal(err)
+	}
+	last := l.node.fsm.applied.get()
+	want := l.st.Digest()
+	for _, tn := range c.live() {
+		if err := tn.node.WaitApplied(c.ctx, last); err != nil {
+			c.t.Fatalf("%s did not apply up to %d: %v", tn.id, last, err)
+		}
+		if got := tn.st.Digest(); got != want {
+			c.t.Errorf("%s digest %x, leader %s %x", tn.id, got, l.id, want)
+		}
+	}
+}
+
+// cmd builds a command in database db.
+func cmd(db int, args ...string) store.Command {
+	c := store.Command{DB: db}
+	for _, a := range args {
+		c.Args = append(c.Args, []byte(a))
+	}
+	return c
+}
+
+// replies returns each reply of r as a string.
+func replies(r *store.Replies) []string {
+	out := make([]string, len(r.Ends))
+	for i := range r.Ends {
+		out[i] = string(r.Reply(i))
+	}
+	return out
+}
+
+// read runs read-only commands on st and returns their replies.
+func read(st *store.Store, cmds ...store.Command) []string {
+	var r store.Replies
+	st.Read(cmds, time.Now().UnixMilli(), &r)
+	return replies(&r)
+}

@@ -1,0 +1,620 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/presenced/presenced/store"
+)
+
+// TestOneNodeRepliesMatchStore checks that batches committed through a
+// one-node cluster get exactly the replies the store gives when applied
+// directly, appended after whatever the caller's buffer held.
+func TestOneNodeRepliesMatchStore(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	n := c.nodes[0].node
+	ref := store.New()
+	batches := [][]store.Command{
+		{cmd(0, "SETBIT", "online", "100", "1"), cmd(0, "SETBIT", "online", "7", "1"), cmd(0, "BITCOUNT", "online")},
+		{cmd(0, "SET", "s", "hello"), cmd(0, "APPEND", "s", " world"), cmd(0, "GET", "s")},
+		{cmd(0, "INCR", "s"), cmd(0, "SETBIT", "s", "-1", "1"), cmd(0, "NOSUCH")},
+		{cmd(3, "INCRBY", "n", "41"), cmd(3, "INCR", "n"), cmd(0, "GET", "n"), cmd(3, "GET", "n")},
+		{cmd(0, "DEL", "online", "s"), cmd(0, "EXISTS", "online", "s")},
+	}
+	var out store.Replies
+	out.Simple("prefix")
+	out.Ends = append(out.Ends, out.Len())
+	var want store.Replies
+	want.Simple("prefix")
+	want.Ends = append(want.Ends, want.Len())
+	for _, b := range batches {
+		if err := n.Apply(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		ref.Apply(b, time.Now().UnixMilli(), &want)
+	}
+	if got, exp := replies(&out), replies(&want); fmt.Sprint(got) != fmt.Sprint(exp) {
+		t.Fatalf("replies through the node:\n%q\ndirect:\n%q", got, exp)
+	}
+	if string(out.B) != string(want.B) {
+		t.Fatalf("reply bytes differ:\n%q\n%q", out.B, want.B)
+	}
+	if err := n.Apply(nil, &out); err != nil {
+		t.Fatalf("empty batch: %v", err)
+	}
+}
+
+// TestThreeNodesReplicate writes on the leader and checks that every
+// replica ends with the same state, and that followers refuse writes.
+func TestThreeNodesReplicate(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	l := c.leader()
+	var out store.Replies
+	for i := range 50 {
+		b := []store.Command{
+			cmd(0, "SETBIT", "online", strconv.Itoa(i*997), "1"),
+			cmd(i%4, "INCR", "count"),
+			cmd(1, "SET", "k"+strconv.Itoa(i), "v", "PX", "3600000"),
+		}
+		if err := l.node.Apply(b, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.converge()
+	for _, tn := range c.nodes {
+		got := read(tn.st, cmd(0, "BITCOUNT", "online"), cmd(2, "GET", "count"), cmd(1, "EXISTS", "k49"))
+		if want := []string{":50\r\n", "$2\r\n12\r\n", ":1\r\n"}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: %q, want %q", tn.id, got, want)
+		}
+		if tn == l {
+			continue
+		}
+		err := tn.node.Apply([]store.Command{cmd(0, "SET", "x", "1")}, &out)
+		if !errors.Is(err, ErrNotLeader) || !strings.HasPrefix(redisError(err), "TRYAGAIN ") {
+			t.Errorf("write on follower %s: %v (%q)", tn.id, err, redisError(err))
+		}
+	}
+}
+
+// TestLeaderFailover kills the leader while clients write and checks that
+// a new leader takes over, writes continue, and no acknowledged write is
+// lost.
+func TestLeaderFailover(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	const writers, perWriter = 8, 60
+	var mu sync.Mutex
+	acked := map[int]bool{}   // SETBIT offsets acknowledged
+	unknown := map[int]bool{} // SETBIT offsets with an unknown outcome
+	killAt := make(chan struct{})
+	var killed atomic.Bool
+	afterKill := 0 // writes acknowledged after the leader died
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				if w == 0 && i == perWriter/3 {
+					close(killAt)
+				}
+				bit := w*perWriter + i
+				err := c.applyAnywhere([]store.Command{cmd(0, "SETBIT", "online", strconv.Itoa(bit), "1")})
+				mu.Lock()
+				if err == nil {
+					acked[bit] = true
+					if killed.Load() {
+						afterKill++
+					}
+				} else if errors.Is(err, ErrUnknownOutcome) {
+					unknown[bit] = true
+				} else {
+					t.Errorf("write %d: %v", bit, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	<-killAt
+	old := c.leader()
+	c.kill(old)
+	killed.Store(true)
+	wg.Wait()
+	if afterKill == 0 {
+		t.Error("no write acknowledged after the leader died")
+	}
+	if l := c.leader(); l == old {
+		t.Fatal("dead node still leads")
+	}
+	c.converge()
+	if len(acked) < writers*perWriter*2/3 {
+		t.Errorf("only %d of %d writes acknowledged", len(acked), writers*perWriter)
+	}
+	for _, tn := range c.live() {
+		for bit := range acked {
+			if got := read(tn.st, cmd(0, "GETBIT", "online", strconv.Itoa(bit)))[0]; got != ":1\r\n" {
+				t.Fatalf("%s lost acknowledged bit %d", tn.id, bit)
+			}
+		}
+		count := read(tn.st, cmd(0, "BITCOUNT", "online"))[0]
+		n, _ := strconv.Atoi(strings.Trim(count, ":\r\n"))
+		if n < len(acked) || n > len(acked)+len(unknown) {
+			t.Errorf("%s counts %d bits; %d acknowledged, %d unknown", tn.id, n, len(acked), len(unknown))
+		}
+	}
+}
+
+// applyAnywhere applies cmds on the current leader, retrying while no
+// node leads or the write went to a node that stopped leading before
+// taking it: the retry is safe because those writes were not applied.
+func (c *testCluster) applyAnywhere(cmds []store.Command) error {
+	for {
+		var out store.Replies
+		err := c.leaderNow().Apply(cmds, &out)
+		if !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrClosed) {
+			return err
+		}
+		if c.ctx.Err() != nil {
+			return c.ctx.Err()
+		}
+	}
+}
+
+// leaderNow waits for a leader as leader does, but is safe to call from
+// other goroutines than the test's.
+func (c *testCluster) leaderNow() *Node {
+	for {
+		for _, tn := range c.nodes {
+			if tn.node.IsLeader() {
+				return tn.node
+			}
+		}
+		var n *Node
+		for _, tn := range c.nodes {
+			if !tn.node.closed.Load() {
+				n = tn.node
+				break
+			}
+		}
+		seen := n.leaders.get()
+		for _, tn := range c.nodes {
+			if tn.node.IsLeader() {
+				return tn.node
+			}
+		}
+		if n.leaders.wait(c.ctx, seen+1) != nil {
+			return n // the test is over; Apply fails
+		}
+	}
+}
+
+// TestPartitionedLeader cuts the leader off while it commits a write: the
+// write's outcome is unknown to its caller, the majority elects a new
+// leader, and after healing the replicas agree (the cut-off write lost).
+func TestPartitionedLeader(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	old := c.leader()
+	var out store.Replies
+	if err := old.node.Apply([]store.Command{cmd(0, "SET", "a", "1")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	c.isolate(old)
+	err := old.node.Apply([]store.Command{cmd(0, "SET", "b", "lost")}, &out)
+	if !errors.Is(err, ErrUnknownOutcome) || !strings.HasPrefix(redisError(err), "UNCERTAIN ") {
+		t.Fatalf("write on a cut-off leader: %v (%q)", err, redisError(err))
+	}
+	old.dead = true // out of the majority's view while cut off
+	l := c.leader()
+	if err := l.node.Apply([]store.Command{cmd(0, "SET", "c", "3")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	old.dead = false
+	c.heal()
+	c.converge()
+	for _, tn := range c.nodes {
+		got := read(tn.st, cmd(0, "GET", "a"), cmd(0, "GET", "b"), cmd(0, "GET", "c"))
+		if want := []string{"$1\r\n1\r\n", "$-1\r\n", "$1\r\n3\r\n"}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: %q, want %q", tn.id, got, want)
+		}
+	}
+}
+
+// TestSnapshotInstall lets a follower fall behind a leader that compacted
+// its log, so the follower catches up by installing a snapshot.
+func TestSnapshotInstall(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.TrailingLogs = 2 })
+	l := c.leader()
+	var lagging *testNode
+	for _, tn := range c.nodes {
+		if tn != l {
+			lagging = tn
+		}
+	}
+	c.isolate(lagging)
+	var out store.Replies
+	for i := range 30 {
+		b := []store.Command{cmd(0, "SETBIT", "online", strconv.Itoa(i*7919), "1"), cmd(2, "SET", "s"+strconv.Itoa(i), "v", "PX", "600000")}
+		if err := l.node.Apply(b, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.node.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	c.heal()
+	c.converge()
+	if lagging.node.Stats().Restores == 0 {
+		t.Error("the lagging follower caught up without a snapshot")
+	}
+	if got := read(lagging.st, cmd(0, "BITCOUNT", "online"), cmd(2, "EXISTS", "s29")); fmt.Sprint(got) != fmt.Sprint([]string{":30\r\n", ":1\r\n"}) {
+		t.Errorf("after snapshot install: %q", got)
+	}
+}
+
+// TestBadEntrySkipped checks that an entry that does not decode changes
+// nothing and reports the decoding error to its proposer.
+func TestBadEntrySkipped(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	l := c.leader()
+	before := l.st.Digest()
+	f := l.node.raft.Apply([]byte("not an entry"), 0)
+	if err := f.Error(); err != nil {
+		t.Fatal(err)
+	}
+	err, _ := f.Response().(error)
+	if !errors.Is(err, ErrBadEntry) {
+		t.Fatalf("response to a bad entry: %v", f.Response())
+	}
+	r := &request{cmds: []store.Command{cmd(0, "GET", "x")}, out: new(store.Replies), done: make(chan error, 1)}
+	l.node.batch.finish([]*request{r}, f.Response(), nil)
+	if err := <-r.done; !errors.Is(err, ErrBadEntry) {
+		t.Fatalf("caller of a bad entry got %v", err)
+	}
+	c.converge()
+	if l.st.Digest() != before {
+		t.Error("a bad entry changed the store")
+	}
+}
+
+// gatedMachine holds the first Apply until released, so a test can line
+// up callers behind an entry in flight.
+type gatedMachine struct {
+	StateMachine
+	once    sync.Once
+	blocked chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedMachine) Apply(cmds []store.Command, now int64, out *store.Replies) {
+	g.once.Do(func() {
+		close(g.blocked)
+		<-g.release
+	})
+	g.StateMachine.Apply(cmds, now, out)
+}
+
+// TestGroupCommit lines up many callers behind an entry in flight and
+// checks that they ride in as few entries as the size bounds allow, and
+// that each gets its own replies.
+func TestGroupCommit(t *testing.T) {
+	const callers = 64 // each sends a batch of 3 commands
+	for _, tc := range []struct {
+		maxCmds, entries int // entries, the gated one included
+	}{
+		{maxCmds: 16384, entries: 2},
+		{maxCmds: 7, entries: 1 + callers/2},
+		{maxCmds: 1, entries: 1 + callers}, // batches are never split
+	} {
+		t.Run(fmt.Sprint("MaxEntryCommands=", tc.maxCmds), func(t *testing.T) {
+			n, outs := lineUp(t, callers, func(c *Config) { c.MaxEntryCommands = tc.maxCmds })
+			if got := int(n.Stats().Entries); got != tc.entries {
+				t.Errorf("%d callers took %d entries, want %d", callers+1, got, tc.entries)
+			}
+			// The batches were applied in some order, atomically: each
+			// BITCOUNT equals the INCR before it, and INCRs are distinct.
+			seen := map[string]bool{}
+			for i := range outs {
+				r := replies(&outs[i])
+				if len(r) != 3 || r[1] != ":0\r\n" || r[0] != r[2] {
+					t.Fatalf("caller %d: %q", i, r)
+				}
+				seen[r[0]] = true
+			}
+			if len(seen) != callers {
+				t.Errorf("INCR replies not distinct: %d of %d", len(seen), callers)
+			}
+		})
+	}
+}
+
+// lineUp starts a one-node cluster whose first entry is held in the state
+// machine until callers more batches are queued behind it, then lets all
+// commit and returns the node and each caller's replies.
+func lineUp(t *testing.T, callers int, configure func(*Config)) (*Node, []store.Replies) {
+	t.Helper()
+	g := &gatedMachine{StateMachine: FromStore(store.New()), blocked: make(chan struct{}), release: make(chan struct{})}
+	cfg := testConfig("solo")
+	cfg.Bootstrap = true
+	cfg.MaxInflight = 1
+	configure(&cfg)
+	n := openTest(t, cfg, g)
+	waitReady(t, n)
+	results := make(chan error, callers+1)
+	outs := make([]store.Replies, callers)
+	go func() { results <- n.Apply([]store.Command{cmd(0, "SET", "first", "1")}, new(store.Replies)) }()
+	<-g.blocked
+	for i := range callers {
+		go func() {
+			b := []store.Command{cmd(0, "INCR", "counter"), cmd(0, "SETBIT", "bits", strconv.Itoa(i), "1"), cmd(0, "BITCOUNT", "bits")}
+			results <- n.Apply(b, &outs[i])
+		}()
+	}
+	if err := n.batch.enqueued.wait(context.Background(), uint64(callers+1)); err != nil {
+		t.Fatal(err)
+	}
+	close(g.release)
+	for range callers + 1 {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n, outs
+}
+
+// waitReady waits until a one-node cluster leads and applied its log.
+func waitReady(t testing.TB, n *Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Barrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openTest opens a node and closes it when the test ends.
+func openTest(t *testing.T, cfg Config, sm StateMachine) *Node {
+	t.Helper()
+	n, err := Open(cfg, sm, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// TestTickExpires checks that the leader's ticks expire keys without any
+// client write.
+func TestTickExpires(t *testing.T) {
+	c := newTestCluster(t, 1, func(cfg *Config) { cfg.TickInterval = 5 * time.Millisecond })
+	tn := c.nodes[0]
+	var out store.Replies
+	if err := tn.node.Apply([]store.Command{cmd(0, "SET", "k", "v", "PX", "20")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for tn.st.Stats().ExpiredKeys == 0 {
+		applied := tn.node.Stats().AppliedIndex
+		if err := tn.node.WaitApplied(c.ctx, applied+1); err != nil {
+			t.Fatal("no tick expired the key:", err)
+		}
+	}
+}
+
+// TestDurableRestart writes to a one-node cluster that keeps its log in a
+// directory, restarts it, and reads the data back, in each fsync mode, from
+// the log alone and from a snapshot plus the log after it.
+func TestDurableRestart(t *testing.T) {
+	for _, fsync := range []string{FsyncAlways, FsyncEverySec, FsyncNo} {
+		for _, snapshot := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/snapshot=%v", fsync, snapshot), func(t *testing.T) {
+				t.Parallel()
+				cfg := testConfig("solo")
+				cfg.Bootstrap = true
+				cfg.AppendOnly = true
+				cfg.AppendFsync = fsync
+				cfg.Dir = t.TempDir()
+				cfg.RaftAddr = "127.0.0.1:0"
+				cfg.TrailingLogs = 1
+				st := store.New()
+				n := openTest(t, cfg, FromStore(st))
+				waitReady(t, n)
+				var out store.Replies
+				for i := range 20 {
+					b := []store.Command{cmd(i%16, "SETBIT", "online", strconv.Itoa(i*1000), "1"), cmd(0, "SET", "k", strconv.Itoa(i), "PX", "3600000")}
+					if err := n.Apply(b, &out); err != nil {
+						t.Fatal(err)
+					}
+					if snapshot && i == 10 {
+						if err := n.Snapshot(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				want := st.Digest()
+				if err := n.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if err := n.Close(); err != nil {
+					t.Fatal("second Close:", err)
+				}
+				st2 := store.New()
+				n2 := openTest(t, cfg, FromStore(st2))
+				waitReady(t, n2)
+				if got := read(st2, cmd(0, "GET", "k"), cmd(3, "GETBIT", "online", "3000")); fmt.Sprint(got) != fmt.Sprint([]string{"$2\r\n19\r\n", ":1\r\n"}) {
+					t.Fatalf("after restart: %q", got)
+				}
+				if got := st2.Digest(); got != want {
+					t.Fatalf("digest after restart %x, before %x", got, want)
+				}
+				var ttl store.Replies
+				st2.Read([]store.Command{cmd(0, "PTTL", "k")}, time.Now().UnixMilli(), &ttl)
+				if v, _ := strconv.Atoi(strings.Trim(string(ttl.B), ":\r\n")); v <= 0 || v > 3600000 {
+					t.Fatalf("TTL after restart: %q", ttl.B)
+				}
+				if !snapshot {
+					return
+				}
+				// A damaged snapshot makes the node refuse to start
+				// rather than start without the data.
+				n2.Close()
+				states, err := filepath.Glob(filepath.Join(cfg.Dir, "snapshots", "*", "state.bin"))
+				if err != nil || len(states) == 0 {
+					t.Fatalf("no snapshot file: %v", err)
+				}
+				for _, path := range states {
+					damage(t, path, snapshotHeaderLen+10)
+				}
+				if n3, err := Open(cfg, FromStore(store.New()), nil); err == nil {
+					n3.Close()
+					t.Fatal("a node with a damaged snapshot started")
+				}
+			})
+		}
+	}
+}
+
+// damage flips a byte of the file at path.
+func damage(t *testing.T, path string, at int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCloseInFlight closes a node while callers write: every call returns
+// (applied, ErrClosed, ErrNotLeader or ErrUnknownOutcome), none hangs.
+func TestCloseInFlight(t *testing.T) {
+	cfg := testConfig("solo")
+	cfg.Bootstrap = true
+	cfg.RaftAddr = "127.0.0.1:0"
+	n := openTest(t, cfg, FromStore(store.New()))
+	waitReady(t, n)
+	var wg sync.WaitGroup
+	started := make(chan struct{}, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started <- struct{}{}
+			for {
+				err := n.Apply([]store.Command{cmd(0, "INCR", "n")}, new(store.Replies))
+				switch {
+				case err == nil:
+				case errors.Is(err, ErrClosed), errors.Is(err, ErrNotLeader), errors.Is(err, ErrUnknownOutcome):
+					return
+				default:
+					t.Errorf("unexpected error: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	for range 16 {
+		<-started
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := n.Apply([]store.Command{cmd(0, "INCR", "n")}, new(store.Replies)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Apply after Close: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := (&Config{}).Validate(); err == nil {
+		t.Fatal("zero Config is valid")
+	}
+	def := DefaultConfig()
+	if err := def.Validate(); err != nil {
+		t.Fatalf("DefaultConfig: %v", err)
+	}
+	for name, change := range map[string]func(*Config){
+		"no id":         func(c *Config) { c.NodeID = "" },
+		"no dir":        func(c *Config) { c.Dir = "" },
+		"fsync":         func(c *Config) { c.AppendFsync = "sometimes" },
+		"tick":          func(c *Config) { c.TickInterval = 0 },
+		"election":      func(c *Config) { c.ElectionTimeout = c.HeartbeatTimeout / 2 },
+		"lease":         func(c *Config) { c.LeaderLeaseTimeout = 2 * c.HeartbeatTimeout },
+		"entry bytes":   func(c *Config) { c.MaxEntryBytes = 0 },
+		"inflight":      func(c *Config) { c.MaxInflight = 0 },
+		"log level":     func(c *Config) { c.LogLevel = "loud" },
+		"snapshot":      func(c *Config) { c.SnapshotThreshold = 0 },
+		"commit":        func(c *Config) { c.CommitTimeout = 0 },
+		"entry command": func(c *Config) { c.MaxEntryCommands = -1 },
+	} {
+		c := DefaultConfig()
+		change(&c)
+		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "cluster: ") {
+			t.Errorf("%s: Validate = %v", name, err)
+		}
+	}
+	c := DefaultConfig()
+	c.LogOutput = io.Discard
+	c.NodeID = ""
+	if _, err := Open(c, FromStore(store.New()), nil); err == nil {
+		t.Fatal("Open accepted an invalid config")
+	}
+}
+
+func TestErrorsReply(t *testing.T) {
+	for err, prefix := range map[error]string{
+		ErrNotLeader:      "TRYAGAIN ",
+		ErrUnknownOutcome: "UNCERTAIN ",
+		ErrClosed:         "CLUSTERDOWN ",
+		outcomeError(errors.New("raft: leadership lost")): "UNCERTAIN ",
+	} {
+		if got := redisError(err); !strings.HasPrefix(got, prefix) || strings.ContainsAny(got, "\r\n") {
+			t.Errorf("%v replies %q, want prefix %q", err, got, prefix)
+		}
+	}
+}
+
+// redisError returns the reply text of err, as the server computes it.
+func redisError(err error) string {
+	var re interface{ RedisError() string }
+	if errors.As(err, &re) {
+		return re.RedisError()
+	}
+	return ""
+}
+
+// TestDirInUse checks that a second node on the same directory is refused
+// instead of sharing the log.
+func TestDirInUse(t *testing.T) {
+	cfg := testConfig("solo")
+	cfg.Bootstrap = true
+	cfg.AppendOnly = true
+	cfg.Dir = t.TempDir()
+	cfg.RaftAddr = "127.0.0.1:0"
+	openTest(t, cfg, FromStore(store.New()))
+	n, err := Open(cfg, FromStore(store.New()), nil)
+	if err == nil {
+		n.Close()
+		t.Fatal("two nodes opened one directory")
+	}
+	if !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("error does not say the log is locked: %v", err)
+	}
+}
