@@ -31,4 +31,7 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 )
 
+// raft-boltdb/v2 v2.3.1 imports go-metrics/compat, which go-metrics v0.7.0
+// (required by raft v1.8.0) removed; v0.6.1 still has it and raft builds
+// against it. Drop this once a raft-boltdb release carries the upstream fix.
 replace github.com/hashicorp/go-metrics => github.com/hashicorp/go-metrics v0.6.1
