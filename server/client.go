@@ -27,15 +27,14 @@ type client struct {
 	id      int64
 	created time.Time
 
-	parser   proto.Parser
-	in       []byte        // input; unparsed bytes are in[start:]
-	argv     [][]byte      // arguments of the requests parsed from in, reused per read
-	out      store.Replies // replies not yet written
-	pending  []store.Command
-	pendSpec []*proto.Spec // the spec of each pending command
-	db       int
-	authed   bool
-	closing  bool // close after writing out
+	parser  proto.Parser
+	in      []byte        // input; unparsed bytes are in[start:]
+	argv    [][]byte      // arguments of the requests parsed from in, reused per read
+	out     store.Replies // replies not yet written
+	pending []store.Command
+	db      int
+	authed  bool
+	closing bool // close after writing out
 
 	multi    bool
 	multiErr bool
@@ -191,8 +190,7 @@ func (c *client) dispatch(args [][]byte) {
 		return
 	}
 	if store.Handles(spec) {
-		c.pending = append(c.pending, store.Command{DB: c.db, Args: args})
-		c.pendSpec = append(c.pendSpec, spec)
+		c.pending = append(c.pending, store.Command{DB: c.db, Args: args, Spec: spec})
 		return
 	}
 	c.flushPending()
@@ -222,22 +220,21 @@ func (c *client) reject(spec *proto.Spec, msg string) {
 // of reads on the read path, each run of writes through the Applier.
 func (c *client) flushPending() {
 	for i := 0; i < len(c.pending); {
-		write := isWrite(c.pendSpec[i])
+		write := isWrite(c.pending[i].Spec)
 		j := i + 1
-		for j < len(c.pending) && isWrite(c.pendSpec[j]) == write {
+		for j < len(c.pending) && isWrite(c.pending[j].Spec) == write {
 			j++
 		}
-		c.execStore(c.pending[i:j], c.pendSpec[i:j], write)
+		c.execStore(c.pending[i:j], write)
 		i = j
 	}
 	c.pending = c.pending[:0]
-	c.pendSpec = c.pendSpec[:0]
 }
 
 func isWrite(spec *proto.Spec) bool { return spec.Flags&proto.Write != 0 }
 
 // execStore runs cmds on the store and appends their replies to out.
-func (c *client) execStore(cmds []store.Command, specs []*proto.Spec, write bool) {
+func (c *client) execStore(cmds []store.Command, write bool) {
 	begin := time.Now()
 	first := len(c.out.Ends)
 	mark := c.out.Len()
@@ -251,18 +248,18 @@ func (c *client) execStore(cmds []store.Command, specs []*proto.Spec, write bool
 			c.out.Ends = append(c.out.Ends, c.out.Len())
 		}
 	}
-	c.account(specs, first, mark, time.Since(begin))
-	c.touch(specs[len(specs)-1].Name)
+	c.account(cmds, first, mark, time.Since(begin))
+	c.touch(cmds[len(cmds)-1].Spec.Name)
 }
 
 // account records calls, time and failures of a batch for INFO; the
 // batch's replies start at offset mark, Ends[first] being the first one's
 // end.
-func (c *client) account(specs []*proto.Spec, first, mark int, took time.Duration) {
-	per := took.Microseconds() / int64(len(specs))
+func (c *client) account(cmds []store.Command, first, mark int, took time.Duration) {
+	per := took.Microseconds() / int64(len(cmds))
 	start := mark
-	for i, spec := range specs {
-		ct := &c.counters[spec.ID]
+	for i, cmd := range cmds {
+		ct := &c.counters[cmd.Spec.ID]
 		ct.calls.Add(1)
 		ct.usec.Add(per)
 		if c.out.B[start] == '-' {

@@ -248,13 +248,11 @@ func exec(c *client, _ [][]byte) {
 	// The database each keyspace command runs in follows the SELECTs
 	// queued before it.
 	var batch []store.Command
-	var specs []*proto.Spec
 	db := c.db
 	write := false
 	for _, q := range queued {
 		if store.Handles(q.spec) {
-			batch = append(batch, store.Command{DB: db, Args: q.args})
-			specs = append(specs, q.spec)
+			batch = append(batch, store.Command{DB: db, Args: q.args, Spec: q.spec})
 			write = write || isWrite(q.spec)
 		} else if q.spec.Name == "select" {
 			if n, ok := proto.ParseInt(q.args[1]); ok && n >= 0 && n < store.NumDBs {
@@ -266,7 +264,7 @@ func exec(c *client, _ [][]byte) {
 	if len(batch) > 0 {
 		saved := c.out
 		c.out = replies
-		c.execStore(batch, specs, write)
+		c.execStore(batch, write)
 		replies, c.out = c.out, saved
 	}
 	c.out.Array(len(queued))

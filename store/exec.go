@@ -44,7 +44,10 @@ func (c *ctx) exec(cmd Command) {
 		c.w.Error(proto.ErrSyntax)
 		return
 	}
-	spec := proto.Lookup(args[0])
+	spec := cmd.Spec
+	if spec == nil {
+		spec = proto.Lookup(args[0])
+	}
 	if spec == nil || handlers[spec.ID] == nil {
 		c.w.Error(proto.ErrUnknownCommand(args))
 		return

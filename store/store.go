@@ -16,6 +16,11 @@ const NumDBs = 16
 type Command struct {
 	DB   int
 	Args [][]byte
+	// Spec is the command's table entry when the caller looked it up
+	// already, or nil to have the store look it up from Args[0]. It is a
+	// shortcut, not part of the command: replicas decode commands
+	// without it.
+	Spec *proto.Spec
 }
 
 // Replies collects the RESP replies of a batch: the encoded bytes, and the
