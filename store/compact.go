@@ -1,16 +1,18 @@
 package store
 
-// Compact re-packs every bitmap into freshly allocated containers of
-// exactly the size its contents need. Containers grow by doubling as bits
-// are added, so a bitmap loaded at random keeps spare capacity and leaves
-// freed, half-used memory behind; MEMORY PURGE calls Compact before
-// returning free memory to the operating system. It changes no value.
+// Compact re-packs bitmaps into freshly allocated containers of exactly
+// the size their contents need. Sparse (array) containers grow by
+// doubling as bits are added, so a bitmap loaded at random keeps spare
+// capacity and leaves freed, half-used memory behind; MEMORY PURGE calls
+// Compact before returning free memory to the operating system. Bitmaps
+// made only of dense containers, which have a fixed size, are left alone:
+// copying them would only scatter them. It changes no value.
 func (s *Store) Compact() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, d := range s.mu.dbs {
 		for _, e := range d.keys {
-			if e.v.bm != nil {
+			if e.v.bm != nil && e.v.bm.Stats().ArrayContainers > 0 {
 				e.v.bm = e.v.bm.Clone()
 			}
 		}
