@@ -77,43 +77,22 @@ func newClient(s *Server, nc net.Conn) *client {
 }
 
 // serve reads requests until the client leaves or breaks the protocol.
+// Each read's complete requests are handled as one batch, and their
+// replies go out in one write.
 func (c *client) serve() {
 	defer c.nc.Close()
-	start := 0
 	for !c.closing {
 		if err := c.fill(); err != nil {
 			return
 		}
-		start = 0
-		lim := c.limits()
-		for !c.closing {
-			mark := len(c.argv)
-			var n int
-			var err error
-			c.argv, n, err = c.parser.ParseAppend(c.argv, c.in[start:], lim)
-			args := c.argv[mark:]
-			if err != nil {
-				c.flushPending()
-				c.out.Error("ERR " + err.Error())
-				c.closing = true
-				break
-			}
-			if n == 0 {
-				break
-			}
-			start += n
-			if len(args) > 0 {
-				c.dispatch(args)
-				lim = c.limits()
-			}
-		}
+		used := c.handleInput()
 		c.flushPending()
 		c.argv = c.argv[:0]
 		if err := c.writeOut(); err != nil {
 			return
 		}
-		// Drop what was parsed; the unparsed tail moves to the front.
-		rest := copy(c.in, c.in[start:])
+		// Drop what was handled; the unparsed tail moves to the front.
+		rest := copy(c.in, c.in[used:])
 		c.in = c.in[:rest]
 		if rest == 0 && cap(c.in) > maxIdleBuf {
 			c.in = make([]byte, 0, readChunk)
@@ -121,8 +100,35 @@ func (c *client) serve() {
 		if int64(len(c.in)) > c.s.settings.config().QueryBufferLimit {
 			return // Redis drops such a client without a reply
 		}
-		start = 0
 	}
+}
+
+// handleInput parses the complete requests at the start of the input and
+// dispatches them, and returns how many bytes they took. A protocol error
+// is answered after the replies before it, and ends the connection.
+func (c *client) handleInput() int {
+	used := 0
+	lim := c.limits()
+	for !c.closing {
+		mark := len(c.argv)
+		argv, n, err := c.parser.ParseAppend(c.argv, c.in[used:], lim)
+		c.argv = argv
+		if err != nil {
+			c.flushPending()
+			c.out.Error("ERR " + err.Error())
+			c.closing = true
+			break
+		}
+		if n == 0 {
+			break
+		}
+		used += n
+		if args := c.argv[mark:]; len(args) > 0 {
+			c.dispatch(args)
+			lim = c.limits()
+		}
+	}
+	return used
 }
 
 // fill reads more input, growing the buffer when it is full or when the
