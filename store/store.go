@@ -60,6 +60,7 @@ type Store struct {
 		now      int64 // log time of the latest Apply, unix ms
 		expiries expiryHeap
 		stats    Stats
+		applyCtx ctx // the context of the batch Apply is running
 	}
 }
 
@@ -103,7 +104,11 @@ func (s *Store) Apply(cmds []Command, now int64, out *Replies) {
 	}
 	s.mu.now = now
 	s.expireLocked(now)
-	c := ctx{s: s, now: now, w: &out.Writer, write: true}
+	// Handlers take the context by pointer, which would move it to the
+	// heap on every batch; the write lock makes one per store enough.
+	c := &s.mu.applyCtx
+	*c = ctx{s: s, now: now, w: &out.Writer, write: true}
+	defer func() { *c = ctx{} }()
 	for _, cmd := range cmds {
 		c.exec(cmd)
 		out.Ends = append(out.Ends, out.Len())
@@ -119,12 +124,21 @@ func (s *Store) Read(cmds []Command, now int64, out *Replies) {
 	if now < s.mu.now {
 		now = s.mu.now
 	}
-	c := ctx{s: s, now: now, w: &out.Writer}
+	c := readCtxs.Get().(*ctx)
+	*c = ctx{s: s, now: now, w: &out.Writer}
+	defer func() {
+		*c = ctx{}
+		readCtxs.Put(c)
+	}()
 	for _, cmd := range cmds {
 		c.exec(cmd)
 		out.Ends = append(out.Ends, out.Len())
 	}
 }
+
+// readCtxs recycles the contexts of concurrent reads, so that reading
+// allocates nothing.
+var readCtxs = sync.Pool{New: func() any { return new(ctx) }}
 
 // Stats returns the store's counters.
 func (s *Store) Stats() Stats {
