@@ -24,8 +24,8 @@ verify:
 	$(GO) mod tidy -diff
 
 fuzz:
-	$(GO) test ./proto -run '^$$' -fuzz FuzzParser -fuzztime $(FUZZTIME)
-	$(GO) test ./store -run '^$$' -fuzz FuzzApply -fuzztime $(FUZZTIME)
+	$(GO) test ./proto -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./store -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME)
 
 bench: build
 	$(GO) run ./bench -presenced $(BIN) -out bench/RESULTS.md
