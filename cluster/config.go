@@ -84,6 +84,14 @@ type Config struct {
 	// once; batches arriving meanwhile wait and share the next entry.
 	MaxInflight int
 
+	// LeaderWait bounds how long a write or a linearizable read waits for
+	// a reachable leader (during an election, say) before it fails with
+	// ErrNoLeader.
+	LeaderWait time.Duration
+	// Password, if not nil, returns the password other nodes require of
+	// this one's calls (their requirepass).
+	Password func() string
+
 	// LogOutput receives raft's log; nil means standard error.
 	LogOutput io.Writer
 	// LogLevel is the least severe raft log level written: "trace",
@@ -113,6 +121,7 @@ func DefaultConfig() Config {
 		MaxEntryBytes:      1 << 20,
 		MaxEntryCommands:   16384,
 		MaxInflight:        2,
+		LeaderWait:         2 * time.Second,
 		LogLevel:           "warn",
 	}
 }
@@ -143,6 +152,8 @@ func (c *Config) Validate() error {
 		return errors.New("cluster: MaxEntryBytes and MaxEntryCommands must be positive")
 	case c.MaxInflight <= 0:
 		return errors.New("cluster: MaxInflight must be positive")
+	case c.LeaderWait <= 0:
+		return errors.New("cluster: LeaderWait must be positive")
 	case hclog.LevelFromString(c.LogLevel) == hclog.NoLevel:
 		return fmt.Errorf("cluster: LogLevel must be trace, debug, info, warn or error, not %q", c.LogLevel)
 	}

@@ -33,6 +33,12 @@ var (
 	ErrUnknownOutcome error = &replyError{"cluster: unknown outcome",
 		"UNCERTAIN Leadership changed while the write was being committed: it may or may not have been applied"}
 
+	// ErrNoLeader is returned when no leader could be reached within the
+	// configured wait (Config.LeaderWait): during an election, or when
+	// this node is cut off from a majority. The write was not applied.
+	ErrNoLeader error = &replyError{"cluster: no leader",
+		"CLUSTERDOWN No leader is reachable from this node, retry later"}
+
 	// ErrClosed is returned for a write submitted to a closed node. The
 	// write was not applied.
 	ErrClosed error = &replyError{"cluster: closed",
@@ -50,4 +56,11 @@ func outcomeError(err error) error {
 		return ErrNotLeader
 	}
 	return fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+}
+
+// memberError is a refused membership change; its reply is an ERR with
+// the reason.
+func memberError(format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	return &replyError{"cluster: " + msg, "ERR " + msg}
 }

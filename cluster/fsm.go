@@ -42,7 +42,17 @@ type fsm struct {
 	restores atomic.Uint64 // snapshots restored
 }
 
-var _ raft.FSM = (*fsm)(nil)
+var (
+	_ raft.FSM                = (*fsm)(nil)
+	_ raft.ConfigurationStore = (*fsm)(nil)
+)
+
+// StoreConfiguration implements raft.ConfigurationStore: a membership
+// change counts as applied, so that waiting for its index (a read index,
+// say) does not wait for the next entry of commands.
+func (f *fsm) StoreConfiguration(index uint64, _ raft.Configuration) {
+	f.applied.advance(index)
+}
 
 // Apply implements raft.FSM.
 func (f *fsm) Apply(l *raft.Log) any {

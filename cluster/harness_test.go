@@ -42,6 +42,7 @@ type testNode struct {
 	st    *store.Store
 	node  *Node
 	dead  bool
+	cut   bool // isolated: no raft traffic and no peer calls to or from it
 }
 
 // testCluster is a cluster of in-process nodes connected by raft's
@@ -72,7 +73,7 @@ func newTestCluster(t *testing.T, n int, configure func(*Config)) *testCluster {
 		if configure != nil {
 			configure(&cfg)
 		}
-		node, err := Open(cfg, FromStore(tn.st), tn.trans)
+		node, err := Open(cfg, FromStore(tn.st), &Network{Raft: tn.trans, Peers: testPeers{c, tn}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,6 +155,7 @@ func (c *testCluster) kill(tn *testNode) {
 
 // isolate cuts every link between tn and the other nodes.
 func (c *testCluster) isolate(tn *testNode) {
+	tn.cut = true
 	tn.trans.DisconnectAll()
 	for _, o := range c.nodes {
 		if o != tn {
@@ -165,6 +167,7 @@ func (c *testCluster) isolate(tn *testNode) {
 // heal connects every pair of nodes.
 func (c *testCluster) heal() {
 	for _, a := range c.nodes {
+		a.cut = a.dead
 		for _, b := range c.nodes {
 			if a != b {
 				a.trans.Connect(b.addr, b.trans)
@@ -218,4 +221,59 @@ func read(st *store.Store, cmds ...store.Command) []string {
 	var r store.Replies
 	st.Read(cmds, time.Now().UnixMilli(), &r)
 	return replies(&r)
+}
+
+// testPeers makes calls from one node of a testCluster on another by
+// calling the other's methods, as the other's server would; a call to or
+// from an isolated or dead node fails before being sent.
+type testPeers struct {
+	c    *testCluster
+	from *testNode
+}
+
+func (p testPeers) to(addr string) (*Node, error) {
+	for _, tn := range p.c.nodes {
+		if string(tn.addr) == addr && !tn.cut && !p.from.cut {
+			return tn.node, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s unreachable", errNotSent, addr)
+}
+
+func (p testPeers) Forward(_ context.Context, addr string, cmds []store.Command, out *store.Replies) error {
+	n, err := p.to(addr)
+	if err != nil {
+		return err
+	}
+	return n.ApplyLocal(cmds, out)
+}
+
+func (p testPeers) ReadIndex(ctx context.Context, addr string) (uint64, error) {
+	n, err := p.to(addr)
+	if err != nil {
+		return 0, err
+	}
+	return n.ReadIndex(ctx)
+}
+
+func (p testPeers) AddVoter(ctx context.Context, addr, id, raftAddr string) error {
+	n, err := p.to(addr)
+	if err != nil {
+		return err
+	}
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	return n.AddVoter(ctx, id, raftAddr)
+}
+
+func (p testPeers) RemoveServer(ctx context.Context, addr, id string) error {
+	n, err := p.to(addr)
+	if err != nil {
+		return err
+	}
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	return n.RemoveServer(ctx, id)
 }

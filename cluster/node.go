@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -45,9 +46,15 @@ type Node struct {
 
 	bolt      *raftboltdb.BoltStore // nil without AppendOnly
 	transport io.Closer             // the transport Open created, or nil
+	mux       *mux                  // the listener Open created, or nil
+	peers     Peers                 // nil: writes are not forwarded
 
 	observer *raft.Observer
 	leaders  progress // counts leadership and state changes
+	ready    progress // the latest term in which this node led and committed an entry
+
+	leaderReads   coalescer // read index requests served as the leader
+	followerReads coalescer // read index requests sent to the leader
 
 	closed   atomic.Bool
 	quit     chan struct{}
@@ -55,11 +62,20 @@ type Node struct {
 	wg       sync.WaitGroup
 }
 
-// Open starts a node replicating sm. With a nil transport it listens on
-// cfg.RaftAddr over TCP; a given transport stays the caller's to close. A
-// node with cfg.Bootstrap set and no raft state forms a one-node cluster;
-// a node with state recovers it from its log and snapshots.
-func Open(cfg Config, sm StateMachine, trans raft.Transport) (*Node, error) {
+// Network is how a node reaches the others: raft's transport, and Peers
+// for the calls of its own (forwarded writes, read indexes, membership).
+type Network struct {
+	Raft  raft.Transport
+	Peers Peers // nil: a follower refuses writes with ErrNotLeader
+}
+
+// Open starts a node replicating sm. With a nil network it listens on
+// cfg.RaftAddr over TCP, for raft and for other nodes' RESP calls (served
+// by whoever accepts on PeerListener); a given network stays the caller's
+// to close. A node with cfg.Bootstrap set and no raft state forms a
+// one-node cluster; a node with state recovers it from its log and
+// snapshots.
+func Open(cfg Config, sm StateMachine, network *Network) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -74,7 +90,9 @@ func Open(cfg Config, sm StateMachine, trans raft.Transport) (*Node, error) {
 		raftDown: make(chan struct{}),
 	}
 	n.fsm = &fsm{sm: sm, log: n.log}
-	if err := n.start(trans); err != nil {
+	n.leaderReads.fn = n.leaderReadIndex
+	n.followerReads.fn = n.followerReadIndex
+	if err := n.start(network); err != nil {
 		n.Close()
 		return nil, err
 	}
@@ -83,17 +101,22 @@ func Open(cfg Config, sm StateMachine, trans raft.Transport) (*Node, error) {
 
 // start opens the stores and the transport, and starts raft and the
 // node's goroutines.
-func (n *Node) start(trans raft.Transport) error {
+func (n *Node) start(network *Network) error {
 	logs, stable, snaps, err := n.openStores()
 	if err != nil {
 		return err
 	}
-	if trans == nil {
-		t, err := raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, nil, tcpMaxPool, tcpTimeout, n.log)
+	var trans raft.Transport
+	if network == nil {
+		m, err := listenMux(n.cfg.RaftAddr)
 		if err != nil {
-			return fmt.Errorf("cluster: raft transport on %s: %w", n.cfg.RaftAddr, err)
+			return fmt.Errorf("cluster: raft address: %w", err)
 		}
-		trans, n.transport = t, t
+		t := raft.NewNetworkTransportWithLogger(m, tcpMaxPool, tcpTimeout, n.log)
+		trans, n.transport, n.mux = t, t, m
+		n.peers = NewRESPPeers(n.cfg.Password)
+	} else {
+		trans, n.peers = network.Raft, network.Peers
 	}
 	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
@@ -107,6 +130,7 @@ func (n *Node) start(trans raft.Transport) error {
 		}
 		return fmt.Errorf("cluster: starting raft: %w", err)
 	}
+	n.batch = newBatcher(n.raft, n.fsm, &n.cfg, n.quit, n.raftDown)
 	n.observe()
 	if !existing && n.cfg.Bootstrap {
 		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}}
@@ -114,7 +138,6 @@ func (n *Node) start(trans raft.Transport) error {
 			return fmt.Errorf("cluster: bootstrapping: %w", err)
 		}
 	}
-	n.batch = newBatcher(n.raft, n.fsm, &n.cfg, n.quit, n.raftDown)
 	n.goFunc(n.batch.proposeLoop)
 	n.goFunc(n.batch.completeLoop)
 	n.goFunc(func() { n.batch.tickLoop(n.cfg.TickInterval) })
@@ -187,8 +210,11 @@ func (n *Node) observe() {
 	n.goFunc(func() {
 		for {
 			select {
-			case <-ch:
+			case o := <-ch:
 				n.leaders.advance(n.leaders.get() + 1)
+				if o.Data == raft.Leader {
+					n.goFunc(n.becomeReady)
+				}
 			case <-n.raftDown:
 				return
 			}
@@ -254,15 +280,43 @@ func (n *Node) closeStores() error {
 	if n.transport != nil {
 		err = errors.Join(err, n.transport.Close())
 	}
+	if p, ok := n.peers.(*RESPPeers); ok && n.mux != nil {
+		p.Close()
+	}
 	return err
 }
 
 // Apply commits cmds as one atomic batch through the raft log and appends
 // their replies to out (which must not be nil) once the batch is applied.
-// It implements the server's Applier. Errors: ErrNotLeader and ErrClosed
-// (not applied), ErrUnknownOutcome (maybe applied), or an error of a
-// corrupted entry.
+// On a follower it forwards the batch to the leader. While no leader is
+// reachable it retries for up to Config.LeaderWait. It implements the
+// server's Applier. Errors: ErrNoLeader, ErrNotLeader and ErrClosed (not
+// applied), ErrUnknownOutcome (maybe applied), a *RemoteError relayed from
+// the leader, or an error of a corrupted entry.
 func (n *Node) Apply(cmds []store.Command, out *store.Replies) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
+	defer cancel()
+	return n.withLeader(ctx, func(addr string, self bool) error {
+		if self {
+			return n.batch.apply(cmds, out)
+		}
+		if n.peers == nil {
+			return ErrNotLeader
+		}
+		return n.peers.Forward(ctx, addr, cmds, out)
+	})
+}
+
+// ApplyLocal is Apply without forwarding: on a node that does not lead it
+// fails with ErrNotLeader. A node serves other nodes' forwarded writes
+// with it, so that a write is forwarded at most once.
+func (n *Node) ApplyLocal(cmds []store.Command, out *store.Replies) error {
 	if len(cmds) == 0 {
 		return nil
 	}
@@ -273,6 +327,136 @@ func (n *Node) Apply(cmds []store.Command, out *store.Replies) error {
 		return ErrNotLeader
 	}
 	return n.batch.apply(cmds, out)
+}
+
+// retryPause bounds how long a call that found no usable leader waits for
+// news of one before it tries again.
+const retryPause = 50 * time.Millisecond
+
+// withLeader calls call with the leader's raft address, and whether that
+// is this node, until it succeeds or fails in a way that retrying cannot
+// help, or ctx ends: then a call that never reached a leader fails with
+// ErrNoLeader.
+func (n *Node) withLeader(ctx context.Context, call func(addr string, self bool) error) error {
+	for {
+		seen := n.leaders.get()
+		err := ErrNoLeader
+		if addr, id := n.Leader(); id != "" {
+			err = call(addr, id == n.cfg.NodeID)
+		}
+		if !errors.Is(err, errNotSent) && err != ErrNotLeader && err != ErrNoLeader {
+			return err
+		}
+		wait, cancel := context.WithTimeout(ctx, retryPause)
+		n.leaders.wait(wait, seen+1)
+		cancel()
+		if ctx.Err() != nil || n.closed.Load() {
+			return ErrNoLeader
+		}
+	}
+}
+
+// becomeReady commits an entry in the term this node just started to
+// lead, which commits every entry before it: from then on its commit
+// index is a valid read index.
+func (n *Node) becomeReady() {
+	term := n.raft.CurrentTerm()
+	var out store.Replies
+	if n.batch.apply(nil, &out) == nil && n.raft.CurrentTerm() == term {
+		n.ready.advance(term)
+	}
+}
+
+// ReadIndex returns, on the leader, an index such that the store reflects
+// every write acknowledged before the call once it has applied the index:
+// the commit index, after confirming with a majority that this node still
+// leads. Concurrent calls share the confirmation.
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	if n.raft.State() != raft.Leader {
+		return 0, ErrNotLeader
+	}
+	return n.leaderReads.do(ctx)
+}
+
+func (n *Node) leaderReadIndex() (uint64, error) {
+	term := n.raft.CurrentTerm()
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
+	defer cancel()
+	if n.raft.State() != raft.Leader {
+		return 0, ErrNotLeader
+	}
+	if err := n.ready.wait(ctx, term); err != nil {
+		return 0, ErrNoLeader
+	}
+	index := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return 0, ErrNotLeader
+	}
+	return index, nil
+}
+
+func (n *Node) followerReadIndex() (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
+	defer cancel()
+	var index uint64
+	err := n.withLeader(ctx, func(addr string, self bool) error {
+		var err error
+		if self {
+			index, err = n.leaderReads.do(ctx)
+		} else if n.peers == nil {
+			err = ErrNotLeader
+		} else {
+			index, err = n.peers.ReadIndex(ctx, addr)
+		}
+		return err
+	})
+	return index, err
+}
+
+// ReadBarrier waits until this node's store reflects every write
+// acknowledged before the call, by any node: reads after it are
+// linearizable. It asks the leader for a read index (this node's own if it
+// leads) and waits until the store has applied it. Concurrent calls share
+// the request to the leader.
+func (n *Node) ReadBarrier(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.LeaderWait)
+	defer cancel()
+	reads := &n.followerReads
+	if n.raft.State() == raft.Leader {
+		reads = &n.leaderReads
+	}
+	index, err := reads.do(ctx)
+	if err == ErrNotLeader && reads == &n.leaderReads {
+		index, err = n.followerReads.do(ctx)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ErrNoLeader
+		}
+		return err
+	}
+	if err := n.fsm.applied.wait(ctx, index); err != nil {
+		return ErrNoLeader
+	}
+	return nil
+}
+
+// PeerListener returns the listener of the RESP connections other nodes
+// open to this node's raft address, or nil if Open was given a network.
+// The caller serves them: forwarded writes go to ApplyLocal.
+func (n *Node) PeerListener() net.Listener {
+	if n.mux == nil {
+		return nil
+	}
+	return n.mux.peers
+}
+
+// RaftAddr returns the address this node's raft transport listens on.
+func (n *Node) RaftAddr() string {
+	if n.mux != nil {
+		return n.mux.Addr().String()
+	}
+	return n.cfg.RaftAddr
 }
 
 // IsLeader reports whether this node is the leader.
@@ -318,20 +502,84 @@ func (n *Node) Snapshot() error {
 	return n.raftWait(context.Background(), func(time.Duration) raft.Future { return n.raft.Snapshot() })
 }
 
-// AddVoter adds a voting member to the cluster, or updates its address.
-// It must be called on the leader.
+// AddVoter adds a voting member to the cluster, through the leader. It
+// refuses an ID or an address that is already a member's.
 func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
-	return n.raftWait(ctx, func(timeout time.Duration) raft.Future {
-		return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout)
+	return n.withLeader(ctx, func(leader string, self bool) error {
+		if !self {
+			if n.peers == nil {
+				return ErrNotLeader
+			}
+			return n.peers.AddVoter(ctx, leader, id, addr)
+		}
+		servers, err := n.Members()
+		if err != nil {
+			return err
+		}
+		for _, s := range servers {
+			switch {
+			case s.ID == id:
+				return memberError("node %s is already a member, at %s", id, s.Address)
+			case s.Address == addr:
+				return memberError("address %s is already node %s's", addr, s.ID)
+			}
+		}
+		return n.raftWait(ctx, func(timeout time.Duration) raft.Future {
+			return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout)
+		})
 	})
 }
 
-// RemoveServer removes a member from the cluster. It must be called on
-// the leader.
+// RemoveServer removes a member from the cluster, through the leader. It
+// refuses to remove a node that is not a member, and the last voter.
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
-	return n.raftWait(ctx, func(timeout time.Duration) raft.Future {
-		return n.raft.RemoveServer(raft.ServerID(id), 0, timeout)
+	return n.withLeader(ctx, func(leader string, self bool) error {
+		if !self {
+			if n.peers == nil {
+				return ErrNotLeader
+			}
+			return n.peers.RemoveServer(ctx, leader, id)
+		}
+		servers, err := n.Members()
+		if err != nil {
+			return err
+		}
+		voters, found := 0, false
+		for _, s := range servers {
+			if s.Voter {
+				voters++
+			}
+			found = found || s.ID == id
+		}
+		switch {
+		case !found:
+			return memberError("node %s is not a member", id)
+		case voters == 1:
+			return memberError("node %s is the last voter; a cluster cannot remove it", id)
+		}
+		return n.raftWait(ctx, func(timeout time.Duration) raft.Future {
+			return n.raft.RemoveServer(raft.ServerID(id), 0, timeout)
+		})
 	})
+}
+
+// Member is a member of the cluster.
+type Member struct {
+	ID, Address string
+	Voter       bool
+}
+
+// Members returns the cluster's membership as this node knows it.
+func (n *Node) Members() ([]Member, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("cluster: membership: %w", err)
+	}
+	var out []Member
+	for _, s := range f.Configuration().Servers {
+		out = append(out, Member{ID: string(s.ID), Address: string(s.Address), Voter: s.Suffrage == raft.Voter})
+	}
+	return out, nil
 }
 
 // raftWait runs a raft operation with ctx's deadline as its enqueue

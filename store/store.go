@@ -115,6 +115,14 @@ func (s *Store) Apply(cmds []Command, now int64, out *Replies) {
 	}
 }
 
+// Now returns the store's time: that of the latest batch applied (unix
+// ms).
+func (s *Store) Now() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.now
+}
+
 // Read executes read-only commands at time now (unix ms) under the read
 // lock, appending each reply to out. Keys whose TTL passed before now
 // read as absent. A command that would write is refused.

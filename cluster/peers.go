@@ -1,0 +1,323 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/presenced/presenced/proto"
+	"github.com/presenced/presenced/store"
+)
+
+// Peers is how a node calls on another node, addressed by its raft
+// address: to forward writes to the leader, to ask it for a read index,
+// and to have it change the membership.
+type Peers interface {
+	// Forward applies cmds as one atomic batch on the node at addr and
+	// appends their replies to out.
+	Forward(ctx context.Context, addr string, cmds []store.Command, out *store.Replies) error
+	// ReadIndex returns the read index of the node at addr, which must lead.
+	ReadIndex(ctx context.Context, addr string) (uint64, error)
+	// AddVoter has the node at addr, which must lead, add a voter.
+	AddVoter(ctx context.Context, addr, id, raftAddr string) error
+	// RemoveServer has the node at addr, which must lead, remove a member.
+	RemoveServer(ctx context.Context, addr, id string) error
+}
+
+// peerTimeout bounds a call to a peer whose context has no deadline.
+const peerTimeout = 10 * time.Second
+
+// maxIdlePeerConns is how many idle connections are kept per peer.
+const maxIdlePeerConns = 8
+
+// RESPPeers calls on other nodes with RESP over their raft address, where
+// each node also serves RESP to its peers.
+type RESPPeers struct {
+	password func() string
+
+	mu   sync.Mutex
+	idle map[string][]*peerConn
+}
+
+// NewRESPPeers returns Peers that reach nodes over TCP; password, if not
+// nil, returns the password to authenticate with (requirepass).
+func NewRESPPeers(password func() string) *RESPPeers {
+	return &RESPPeers{password: password, idle: make(map[string][]*peerConn)}
+}
+
+// peerConn is a RESP connection to a peer.
+type peerConn struct {
+	nc  net.Conn
+	r   *bufio.Reader
+	buf []byte // replies read and not yet consumed
+	db  int
+}
+
+// RemoteError is an error reply from another node, relayed as it is.
+type RemoteError struct{ Reply string }
+
+func (e *RemoteError) Error() string { return "cluster: peer replied: " + e.Reply }
+
+// RedisError returns the reply's text.
+func (e *RemoteError) RedisError() string { return e.Reply }
+
+// errNotSent marks a call that failed before its request was sent.
+var errNotSent = errors.New("cluster: request not sent")
+
+// Forward implements Peers: it sends cmds in a MULTI/EXEC block, with a
+// SELECT before each command whose database differs from the one before.
+func (p *RESPPeers) Forward(ctx context.Context, addr string, cmds []store.Command, out *store.Replies) error {
+	var selects []bool // per queued command: whether it is a SELECT
+	return p.call(ctx, addr, func(c *peerConn, w *proto.Writer) int {
+		selects = selects[:0]
+		writeCommand(w, "MULTI")
+		for _, cmd := range cmds {
+			if cmd.DB != c.db {
+				writeCommand(w, "SELECT", strconv.Itoa(cmd.DB))
+				c.db = cmd.DB
+				selects = append(selects, true)
+			}
+			w.Array(len(cmd.Args))
+			for _, a := range cmd.Args {
+				w.Bulk(a)
+			}
+			selects = append(selects, false)
+		}
+		writeCommand(w, "EXEC")
+		return len(selects) + 2
+	}, func(replies [][]byte) error {
+		exec := replies[len(replies)-1]
+		if exec[0] == '-' {
+			return remoteError(exec)
+		}
+		elems, err := arrayElements(exec)
+		if err != nil || len(elems) != len(selects) {
+			return fmt.Errorf("%w: unexpected EXEC reply %.64q", ErrUnknownOutcome, exec)
+		}
+		for i, e := range elems {
+			if !selects[i] {
+				out.Raw(e)
+				out.Ends = append(out.Ends, out.Len())
+			}
+		}
+		return nil
+	})
+}
+
+// ReadIndex implements Peers with RAFT READINDEX.
+func (p *RESPPeers) ReadIndex(ctx context.Context, addr string) (uint64, error) {
+	var index uint64
+	err := p.call(ctx, addr, func(_ *peerConn, w *proto.Writer) int {
+		writeCommand(w, "RAFT", "READINDEX")
+		return 1
+	}, func(replies [][]byte) error {
+		r := replies[0]
+		if r[0] == '-' {
+			return remoteError(r)
+		}
+		v, ok := proto.ParseInt(r[1 : len(r)-2])
+		if r[0] != ':' || !ok || v < 0 {
+			return fmt.Errorf("cluster: RAFT READINDEX replied %.64q", r)
+		}
+		index = uint64(v)
+		return nil
+	})
+	return index, err
+}
+
+// AddVoter implements Peers with RAFT ADD.
+func (p *RESPPeers) AddVoter(ctx context.Context, addr, id, raftAddr string) error {
+	return p.simple(ctx, addr, "RAFT", "ADD", id, raftAddr)
+}
+
+// RemoveServer implements Peers with RAFT REMOVE.
+func (p *RESPPeers) RemoveServer(ctx context.Context, addr, id string) error {
+	return p.simple(ctx, addr, "RAFT", "REMOVE", id)
+}
+
+// simple sends one command whose success reply is +OK.
+func (p *RESPPeers) simple(ctx context.Context, addr string, args ...string) error {
+	return p.call(ctx, addr, func(_ *peerConn, w *proto.Writer) int {
+		writeCommand(w, args...)
+		return 1
+	}, func(replies [][]byte) error {
+		if r := replies[0]; r[0] == '-' {
+			return remoteError(r)
+		}
+		return nil
+	})
+}
+
+// call sends a request that encode writes (returning how many replies it
+// expects) to addr, and hands the replies to decode. A request that could
+// not be sent fails with an error wrapping errNotSent; one whose replies
+// did not all arrive, with ErrUnknownOutcome.
+func (p *RESPPeers) call(ctx context.Context, addr string, encode func(*peerConn, *proto.Writer) int, decode func([][]byte) error) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(peerTimeout)
+	}
+	c, err := p.get(addr, deadline)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNotSent, err)
+	}
+	var w proto.Writer
+	n := encode(c, &w)
+	c.nc.SetDeadline(deadline)
+	if _, err := c.nc.Write(w.B); err != nil {
+		c.nc.Close()
+		return fmt.Errorf("%w: forwarding to %s: %v", ErrUnknownOutcome, addr, err)
+	}
+	replies, err := c.read(n)
+	if err != nil {
+		c.nc.Close()
+		return fmt.Errorf("%w: forwarding to %s: %v", ErrUnknownOutcome, addr, err)
+	}
+	err = decode(replies)
+	c.buf = c.buf[:0]
+	p.put(addr, c)
+	return err
+}
+
+// get returns an idle connection to addr or dials one.
+func (p *RESPPeers) get(addr string, deadline time.Time) (*peerConn, error) {
+	p.mu.Lock()
+	if idle := p.idle[addr]; len(idle) > 0 {
+		c := idle[len(idle)-1]
+		p.idle[addr] = idle[:len(idle)-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+	nc, err := net.DialTimeout("tcp", addr, time.Until(deadline))
+	if err != nil {
+		return nil, err
+	}
+	c := &peerConn{nc: nc, r: bufio.NewReader(nc)}
+	pass := ""
+	if p.password != nil {
+		pass = p.password()
+	}
+	if pass == "" {
+		return c, nil
+	}
+	var w proto.Writer
+	writeCommand(&w, "AUTH", pass)
+	nc.SetDeadline(deadline)
+	replies, err := c.write(w.B, 1)
+	if err == nil && replies[0][0] == '-' {
+		err = remoteError(replies[0])
+	}
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	c.buf = c.buf[:0]
+	return c, nil
+}
+
+// put keeps c for the next call to addr.
+func (p *RESPPeers) put(addr string, c *peerConn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle[addr]) >= maxIdlePeerConns {
+		c.nc.Close()
+		return
+	}
+	p.idle[addr] = append(p.idle[addr], c)
+}
+
+// Close closes the idle connections.
+func (p *RESPPeers) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for addr, idle := range p.idle {
+		for _, c := range idle {
+			c.nc.Close()
+		}
+		delete(p.idle, addr)
+	}
+}
+
+// write sends req and reads n replies.
+func (c *peerConn) write(req []byte, n int) ([][]byte, error) {
+	if _, err := c.nc.Write(req); err != nil {
+		return nil, err
+	}
+	return c.read(n)
+}
+
+// read reads n complete replies; they stay valid until c.buf is reset.
+func (c *peerConn) read(n int) ([][]byte, error) {
+	var ends []int
+	start := 0
+	for len(ends) < n {
+		m, err := proto.ReplyLen(c.buf[start:])
+		if err != nil {
+			return nil, err
+		}
+		if m > 0 {
+			start += m
+			ends = append(ends, start)
+			continue
+		}
+		chunk := make([]byte, 16<<10)
+		k, err := c.r.Read(chunk)
+		if k == 0 && err != nil {
+			return nil, err
+		}
+		c.buf = append(c.buf, chunk[:k]...)
+	}
+	replies := make([][]byte, n)
+	from := 0
+	for i, end := range ends {
+		replies[i] = c.buf[from:end]
+		from = end
+	}
+	return replies, nil
+}
+
+// arrayElements splits an array reply into its elements.
+func arrayElements(r []byte) ([][]byte, error) {
+	nl := strings.IndexByte(string(r), '\n')
+	count, ok := proto.ParseInt(r[1 : nl-1])
+	if r[0] != '*' || !ok {
+		return nil, proto.ErrBadReply
+	}
+	var elems [][]byte
+	for rest := r[nl+1:]; int64(len(elems)) < count; {
+		m, err := proto.ReplyLen(rest)
+		if m == 0 || err != nil {
+			return nil, proto.ErrBadReply
+		}
+		elems = append(elems, rest[:m])
+		rest = rest[m:]
+	}
+	return elems, nil
+}
+
+// remoteError turns an error reply into the error it stands for: the
+// cluster's own errors keep their meaning across the hop.
+func remoteError(r []byte) error {
+	text := string(r[1 : len(r)-2])
+	for _, e := range []error{ErrNotLeader, ErrNoLeader, ErrClosed, ErrUnknownOutcome} {
+		if code, _, _ := strings.Cut(e.(*replyError).reply, " "); strings.HasPrefix(text, code+" ") {
+			return e
+		}
+	}
+	return &RemoteError{Reply: text}
+}
+
+// writeCommand encodes a command of string arguments.
+func writeCommand(w *proto.Writer, args ...string) {
+	w.Array(len(args))
+	for _, a := range args {
+		w.BulkString(a)
+	}
+}
