@@ -31,6 +31,11 @@ type Config struct {
 	// one-node cluster of itself. A node that joins an existing cluster
 	// starts with Bootstrap off and waits to be added.
 	Bootstrap bool
+	// Join is the RESP address (host:port) of a member of the cluster to
+	// join when the node starts without raft state: the node asks it to
+	// add this node as a voter. Empty, such a node bootstraps if
+	// Bootstrap is set and otherwise waits to be added.
+	Join string
 	// AppendOnly keeps the raft log and snapshots in Dir, so that the node
 	// restarts with its data. Off, they live in memory: the data survives
 	// as long as a majority of the nodes stays up.
@@ -131,6 +136,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.NodeID == "":
 		return errors.New("cluster: NodeID must not be empty")
+	case c.Join != "" && c.Bootstrap:
+		return errors.New("cluster: a node either bootstraps a cluster or joins one, not both")
 	case c.AppendOnly && c.Dir == "":
 		return errors.New("cluster: Dir must not be empty with AppendOnly")
 	case c.AppendFsync != FsyncAlways && c.AppendFsync != FsyncEverySec && c.AppendFsync != FsyncNo:

@@ -29,12 +29,16 @@ type StateMachine interface {
 	// Restore replaces the whole state with one encoded by a snapshot's
 	// WriteTo.
 	Restore(r io.Reader) error
+	// Digest returns a checksum of the whole state: replicas that applied
+	// the same entries have equal digests.
+	Digest() uint64
 }
 
 // fsm adapts a StateMachine to raft.FSM. The response of Apply, returned
 // by raft's ApplyFuture.Response on the leader, is the entry's
 // *store.Replies, or an error if the entry could not be decoded.
 type fsm struct {
+	mu       sync.Mutex // held while an entry is applied, for Digest
 	sm       StateMachine
 	log      hclog.Logger
 	replies  sync.Pool     // of *store.Replies
@@ -56,6 +60,8 @@ func (f *fsm) StoreConfiguration(index uint64, _ raft.Configuration) {
 
 // Apply implements raft.FSM.
 func (f *fsm) Apply(l *raft.Log) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	defer f.applied.advance(l.Index)
 	e, err := decodeEntry(l.Data)
 	if err != nil {
@@ -67,6 +73,14 @@ func (f *fsm) Apply(l *raft.Log) any {
 	out := f.getReplies()
 	f.sm.Apply(e.cmds, e.time, out)
 	return out
+}
+
+// digest returns the index of the latest entry applied and the state's
+// digest after it.
+func (f *fsm) digest() (uint64, uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied.get(), f.sm.Digest()
 }
 
 // getReplies returns an empty Replies, reusing one released by putReplies.
@@ -100,6 +114,8 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err := f.sm.Restore(rc); err != nil {
 		return err
 	}

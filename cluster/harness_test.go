@@ -277,3 +277,12 @@ func (p testPeers) RemoveServer(ctx context.Context, addr, id string) error {
 	}
 	return n.RemoveServer(ctx, id)
 }
+
+func (p testPeers) Applied(_ context.Context, addr string) (uint64, error) {
+	n, err := p.to(addr)
+	if err != nil {
+		return 0, err
+	}
+	index, _ := n.Digest()
+	return index, nil
+}

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,10 +133,15 @@ func (n *Node) start(network *Network) error {
 	}
 	n.batch = newBatcher(n.raft, n.fsm, &n.cfg, n.quit, n.raftDown)
 	n.observe()
-	if !existing && n.cfg.Bootstrap {
+	switch {
+	case !existing && n.cfg.Bootstrap:
 		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}}
 		if err := n.raft.BootstrapCluster(boot).Error(); err != nil {
 			return fmt.Errorf("cluster: bootstrapping: %w", err)
+		}
+	case !existing && n.cfg.Join != "":
+		if err := n.join(string(trans.LocalAddr())); err != nil {
+			return err
 		}
 	}
 	n.goFunc(n.batch.proposeLoop)
@@ -145,6 +151,31 @@ func (n *Node) start(network *Network) error {
 		n.goFunc(n.fsyncLoop)
 	}
 	return nil
+}
+
+// joinTimeout bounds the wait for the cluster a node joins to add it.
+const joinTimeout = 30 * time.Second
+
+// join asks the member at cfg.Join to add this node, at raft address
+// addr, as a voter. A member that already has this node at addr (a node
+// that lost its state and rejoins) counts as success.
+func (n *Node) join(addr string) error {
+	if n.peers == nil {
+		return errors.New("cluster: joining needs the TCP network")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
+	defer cancel()
+	err := n.peers.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr)
+	var re *RemoteError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &re) && re.Reply == alreadyMember(n.cfg.NodeID, addr).(*replyError).reply:
+		return nil
+	case errors.As(err, &re) && strings.HasPrefix(re.Reply, "ERR unknown command"):
+		return fmt.Errorf("cluster: --join %s is not a presenced node (it replied %q)", n.cfg.Join, re.Reply)
+	}
+	return fmt.Errorf("cluster: joining through %s: %w", n.cfg.Join, err)
 }
 
 func (n *Node) raftConfig() *raft.Config {
@@ -519,7 +550,7 @@ func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
 		for _, s := range servers {
 			switch {
 			case s.ID == id:
-				return memberError("node %s is already a member, at %s", id, s.Address)
+				return alreadyMember(id, s.Address)
 			case s.Address == addr:
 				return memberError("address %s is already node %s's", addr, s.ID)
 			}
@@ -562,6 +593,51 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 		})
 	})
 }
+
+// alreadyMember is the refusal to add node id, a member at addr.
+func alreadyMember(id, addr string) error {
+	return memberError("node %s is already a member, at %s", id, addr)
+}
+
+// Digest returns the index of the latest entry applied to the store and
+// the store's digest after it, taken together.
+func (n *Node) Digest() (applied, digest uint64) { return n.fsm.digest() }
+
+// FollowerStatus is what a leader learns of a follower by asking it.
+type FollowerStatus struct {
+	Member
+	// Applied is the index of the latest entry the follower applied.
+	Applied uint64
+	// Err says why the follower could not be asked.
+	Err error
+}
+
+// Followers asks every other member, concurrently, how far it applied the
+// log.
+func (n *Node) Followers(ctx context.Context) ([]FollowerStatus, error) {
+	members, err := n.Members()
+	if err != nil {
+		return nil, err
+	}
+	var out []FollowerStatus
+	for _, m := range members {
+		if m.ID != n.cfg.NodeID {
+			out = append(out, FollowerStatus{Member: m, Err: errNotSent})
+		}
+	}
+	if n.peers == nil {
+		return out, nil
+	}
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Go(func() { out[i].Applied, out[i].Err = n.peers.Applied(ctx, out[i].Address) })
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// Config returns the node's configuration.
+func (n *Node) Config() Config { return n.cfg }
 
 // Member is a member of the cluster.
 type Member struct {

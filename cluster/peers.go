@@ -28,6 +28,9 @@ type Peers interface {
 	AddVoter(ctx context.Context, addr, id, raftAddr string) error
 	// RemoveServer has the node at addr, which must lead, remove a member.
 	RemoveServer(ctx context.Context, addr, id string) error
+	// Applied returns the index of the latest entry the node at addr
+	// applied.
+	Applied(ctx context.Context, addr string) (uint64, error)
 }
 
 // peerTimeout bounds a call to a peer whose context has no deadline.
@@ -127,6 +130,29 @@ func (p *RESPPeers) ReadIndex(ctx context.Context, addr string) (uint64, error) 
 		}
 		index = uint64(v)
 		return nil
+	})
+	return index, err
+}
+
+// Applied implements Peers with RAFT INFO.
+func (p *RESPPeers) Applied(ctx context.Context, addr string) (uint64, error) {
+	var index uint64
+	err := p.call(ctx, addr, func(_ *peerConn, w *proto.Writer) int {
+		writeCommand(w, "RAFT", "INFO")
+		return 1
+	}, func(replies [][]byte) error {
+		r := replies[0]
+		if r[0] == '-' {
+			return remoteError(r)
+		}
+		for _, line := range strings.Split(string(r), "\r\n") {
+			if v, ok := strings.CutPrefix(line, "applied_index:"); ok {
+				var err error
+				index, err = strconv.ParseUint(v, 10, 64)
+				return err
+			}
+		}
+		return fmt.Errorf("cluster: RAFT INFO without applied_index: %.64q", r)
 	})
 	return index, err
 }

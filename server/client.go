@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -36,6 +37,13 @@ type client struct {
 	authed  bool
 	closing bool // close after writing out
 
+	// peer marks another node's connection: its writes are applied here
+	// or refused, never forwarded again.
+	peer bool
+	// readonly, set by READONLY, serves reads from this node's state
+	// without confirming it is current.
+	readonly bool
+
 	multi    bool
 	multiErr bool
 	queued   []queuedCommand
@@ -62,10 +70,11 @@ type counter struct {
 	calls, usec, failed, rejected atomic.Int64
 }
 
-func newClient(s *Server, nc net.Conn) *client {
+func newClient(s *Server, nc net.Conn, peer bool) *client {
 	c := &client{
 		s:        s,
 		nc:       nc,
+		peer:     peer,
 		id:       s.nextID.Add(1),
 		created:  time.Now(),
 		in:       make([]byte, 0, readChunk),
@@ -239,16 +248,14 @@ func (c *client) flushPending() {
 
 func isWrite(spec *proto.Spec) bool { return spec.Flags&proto.Write != 0 }
 
-// execStore runs cmds on the store and appends their replies to out.
+// execStore runs cmds on the store and appends their replies to out. If
+// the batch cannot run (no leader, say), each command's reply is the
+// error.
 func (c *client) execStore(cmds []store.Command, write bool) {
 	begin := time.Now()
 	first := len(c.out.Ends)
 	mark := c.out.Len()
-	if !write {
-		c.s.store.Read(cmds, begin.UnixMilli(), &c.out)
-	} else if err := c.s.applier.Apply(cmds, &c.out); err != nil {
-		c.out.B = c.out.B[:mark]
-		c.out.Ends = c.out.Ends[:first]
+	if err := c.runStore(cmds, write, begin); err != nil {
 		for range cmds {
 			c.out.Error(replyError(err))
 			c.out.Ends = append(c.out.Ends, c.out.Len())
@@ -256,6 +263,26 @@ func (c *client) execStore(cmds []store.Command, write bool) {
 	}
 	c.account(cmds, first, mark, time.Since(begin))
 	c.touch(cmds[len(cmds)-1].Spec.Name)
+}
+
+// runStore runs cmds as one batch: writes through the cluster (forwarded
+// to the leader from a follower), reads on this node's store once it is
+// known to be current (unless the client asked for READONLY). On error
+// nothing was appended to out.
+func (c *client) runStore(cmds []store.Command, write bool, now time.Time) error {
+	node := c.s.node
+	switch {
+	case write && c.peer:
+		return node.ApplyLocal(cmds, &c.out)
+	case write:
+		return node.Apply(cmds, &c.out)
+	case !c.readonly && !c.peer:
+		if err := node.ReadBarrier(context.Background()); err != nil {
+			return err
+		}
+	}
+	c.s.store.Read(cmds, now.UnixMilli(), &c.out)
+	return nil
 }
 
 // account records calls, time and failures of a batch for INFO; the
@@ -288,7 +315,7 @@ func (c *client) touch(name string) {
 	c.info.Unlock()
 }
 
-// replyError turns an Applier error into its RESP error text.
+// replyError turns a cluster error into its RESP error text.
 func replyError(err error) string {
 	var re interface{ RedisError() string }
 	if errors.As(err, &re) {

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"crypto/subtle"
+	"fmt"
 	"math"
 	"runtime/debug"
 	"strings"
@@ -19,24 +20,28 @@ var serverCommands map[string]serverCommand
 
 func init() {
 	serverCommands = map[string]serverCommand{
-		"ping":     ping,
-		"echo":     func(c *client, args [][]byte) { c.out.Bulk(args[1]) },
-		"quit":     quit,
-		"reset":    reset,
-		"auth":     auth,
-		"hello":    hello,
-		"select":   selectDB,
-		"client":   clientCommand,
-		"command":  commandCommand,
-		"config":   configCommand,
-		"info":     infoCommand,
-		"time":     timeCommand,
-		"multi":    multi,
-		"exec":     exec,
-		"discard":  discard,
-		"function": function,
-		"debug":    debugCommand,
-		"memory":   memory,
+		"ping":      ping,
+		"echo":      func(c *client, args [][]byte) { c.out.Bulk(args[1]) },
+		"quit":      quit,
+		"reset":     reset,
+		"auth":      auth,
+		"hello":     hello,
+		"select":    selectDB,
+		"client":    clientCommand,
+		"command":   commandCommand,
+		"config":    configCommand,
+		"info":      infoCommand,
+		"time":      timeCommand,
+		"multi":     multi,
+		"exec":      exec,
+		"discard":   discard,
+		"function":  function,
+		"debug":     debugCommand,
+		"memory":    memory,
+		"readonly":  readonly,
+		"readwrite": readwrite,
+		"role":      role,
+		"raft":      raftCommand,
 	}
 }
 
@@ -264,8 +269,17 @@ func exec(c *client, _ [][]byte) {
 	if len(batch) > 0 {
 		saved := c.out
 		c.out = replies
-		c.execStore(batch, write)
+		begin := time.Now()
+		err := c.runStore(batch, write, begin)
+		if err == nil {
+			c.account(batch, 0, 0, time.Since(begin))
+		}
 		replies, c.out = c.out, saved
+		if err != nil {
+			// The batch did not run: the transaction as a whole failed.
+			c.out.Error(replyError(err))
+			return
+		}
 	}
 	c.out.Array(len(queued))
 	next := 0
@@ -301,8 +315,12 @@ func debugCommand(c *client, args [][]byte) {
 	switch {
 	case sub == "log" && len(args) == 3:
 		c.out.OK()
+	case sub == "digest" && len(args) == 2:
+		_, digest := c.s.node.Digest()
+		c.out.Simple(fmt.Sprintf("%016x", digest))
 	case sub == "help" && len(args) == 2:
-		c.help("DEBUG", "LOG <message>", "    Write <message> to the server log.")
+		c.help("DEBUG", "DIGEST", "    Output a hex signature of the whole dataset.",
+			"LOG <message>", "    Write <message> to the server log.")
 	default:
 		c.out.Error(proto.ErrSubcommandSyntax(args[1], "DEBUG"))
 	}

@@ -3,8 +3,8 @@ package server
 import (
 	"errors"
 	"fmt"
-	"time"
 
+	"github.com/presenced/presenced/cluster"
 	"github.com/presenced/presenced/proto"
 )
 
@@ -25,12 +25,11 @@ type Config struct {
 	// QueryBufferLimit is client-query-buffer-limit: a client whose
 	// unprocessed input grows past it is disconnected.
 	QueryBufferLimit int64
-	// TickInterval is how often the server proposes a tick, the empty
-	// batch that makes the store expire keys whose TTL passed. Redis's
-	// equivalent is hz 10.
-	TickInterval time.Duration
 	// MaxClients is the most connections served at once.
 	MaxClients int
+	// Cluster configures the server's raft node: its identity, peers,
+	// persistence (appendonly, appendfsync) and timing.
+	Cluster cluster.Config
 }
 
 // DefaultConfig returns the configuration `presenced` starts with.
@@ -41,8 +40,8 @@ func DefaultConfig() Config {
 		Dir:              "./data",
 		MaxBulkLen:       proto.DefaultMaxBulkLen,
 		QueryBufferLimit: 1 << 30,
-		TickInterval:     100 * time.Millisecond,
 		MaxClients:       10000,
+		Cluster:          cluster.DefaultConfig(),
 	}
 }
 
@@ -57,10 +56,8 @@ func (c Config) Validate() error {
 		return errors.New("server: proto-max-bulk-len must be at least 1mb")
 	case c.QueryBufferLimit < 1<<20:
 		return errors.New("server: client-query-buffer-limit must be at least 1mb")
-	case c.TickInterval <= 0:
-		return errors.New("server: tick interval must be positive")
 	case c.MaxClients < 1:
 		return errors.New("server: maxclients must be at least 1")
 	}
-	return nil
+	return c.Cluster.Validate()
 }

@@ -284,6 +284,7 @@ func infoCommand(c *client, args [][]byte) {
 		{"clients", true, c.s.infoClients},
 		{"memory", true, c.s.infoMemory},
 		{"stats", true, c.s.infoStats},
+		{"replication", true, c.s.infoReplication},
 		{"commandstats", false, c.s.infoCommandStats},
 		{"keyspace", true, c.s.infoKeyspace},
 	}
@@ -308,7 +309,7 @@ func (s *Server) infoServer(b *strings.Builder) {
 	exe, _ := os.Executable()
 	fmt.Fprintf(b, "# Server\r\nredis_version:%s\r\npresenced_version:%s\r\nredis_mode:standalone\r\nos:%s\r\narch_bits:64\r\ngo_version:%s\r\nprocess_id:%d\r\ntcp_port:%d\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\nhz:%d\r\nexecutable:%s\r\n",
 		redisVersion, Version, runtime.GOOS+" "+runtime.GOARCH, runtime.Version(), os.Getpid(), cfg.Port,
-		int64(up.Seconds()), int64(up.Hours()/24), int64(time.Second/cfg.TickInterval), exe)
+		int64(up.Seconds()), int64(up.Hours()/24), cfg.hz(), exe)
 }
 
 func (s *Server) infoClients(b *strings.Builder) {

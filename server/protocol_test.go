@@ -364,7 +364,7 @@ func TestInfo(t *testing.T) {
 	c.expect("+OK\r\n", "SET", "u", "1")
 
 	sections, fields := infoFields(t, c.do("INFO"))
-	if want := []string{"Server", "Clients", "Memory", "Stats", "Keyspace"}; !equalStrings(sections, want) {
+	if want := []string{"Server", "Clients", "Memory", "Stats", "Replication", "Keyspace"}; !equalStrings(sections, want) {
 		t.Errorf("INFO sections %q, want %q", sections, want)
 	}
 	checks := map[string]string{
@@ -373,6 +373,9 @@ func TestInfo(t *testing.T) {
 		"connected_clients": "2",
 		"db0":               "keys=2,expires=1,avg_ttl=0",
 		"db3":               "keys=1,expires=0,avg_ttl=0",
+		"role":              "master",
+		"connected_slaves":  "0",
+		"raft_state":        "leader",
 	}
 	for k, v := range checks {
 		if fields[k] != v {
@@ -401,8 +404,8 @@ func TestInfo(t *testing.T) {
 		t.Errorf("INFO keyspace clients sections %q", sections)
 	}
 	sections, _ = infoFields(t, c.do("INFO", "everything"))
-	if len(sections) != 6 {
-		t.Errorf("INFO everything sections %q, want all six", sections)
+	if len(sections) != 7 {
+		t.Errorf("INFO everything sections %q, want all seven", sections)
 	}
 	c.expect("$0\r\n\r\n", "INFO", "nosection")
 }

@@ -12,33 +12,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/presenced/presenced/cluster"
 	"github.com/presenced/presenced/store"
 )
 
 // ErrClosed is returned by Start on a server that was closed.
 var ErrClosed = errors.New("server: closed")
 
-// Applier applies batches of write commands. Every change to the store
-// goes through it, so that a replicated implementation can order batches
-// in a log and stamp them with the log's time.
-type Applier interface {
-	// Apply applies cmds atomically and appends their replies to out.
-	Apply(cmds []store.Command, out *store.Replies) error
-}
-
-// localApplier applies batches directly to the store at the wall clock's
-// time.
-type localApplier struct{ st *store.Store }
-
-func (a localApplier) Apply(cmds []store.Command, out *store.Replies) error {
-	a.st.Apply(cmds, time.Now().UnixMilli(), out)
-	return nil
-}
-
-// Server is a presenced RESP server.
+// Server is a presenced RESP server: a node of a raft cluster (a one-node
+// cluster when standalone) and the RESP endpoints in front of it.
 type Server struct {
 	store   *store.Store
-	applier Applier
+	node    *cluster.Node
 	started time.Time
 
 	settings settings
@@ -55,15 +40,23 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// New returns a server for cfg with an empty store.
+// New opens the cluster node of cfg.Cluster, which recovers the store
+// from its raft log and snapshots (or bootstraps or joins a cluster), and
+// returns a server in front of it.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	st := store.New()
-	s := &Server{store: st, applier: localApplier{st}, quit: make(chan struct{})}
+	s := &Server{store: store.New(), quit: make(chan struct{})}
 	s.settings.init(cfg)
 	s.mu.clients = make(map[*client]struct{})
+	cc := cfg.Cluster
+	cc.Password = func() string { return s.settings.config().RequirePass }
+	node, err := cluster.Open(cc, cluster.FromStore(s.store), nil)
+	if err != nil {
+		return nil, err
+	}
+	s.node = node
 	return s, nil
 }
 
@@ -83,8 +76,8 @@ func (s *Server) Start() error {
 	s.mu.ln = ln
 	s.mu.Unlock()
 	s.started = time.Now()
-	s.goFunc(func() { s.acceptLoop(ln) })
-	s.goFunc(s.tickLoop)
+	s.goFunc(func() { s.acceptLoop(ln, false) })
+	s.goFunc(func() { s.acceptLoop(s.node.PeerListener(), true) })
 	return nil
 }
 
@@ -98,8 +91,12 @@ func (s *Server) Addr() string {
 	return s.mu.ln.Addr().String()
 }
 
-// Close stops accepting, disconnects every client and waits for the
-// server's goroutines to end. It is safe to call more than once.
+// Node returns the server's cluster node.
+func (s *Server) Node() *cluster.Node { return s.node }
+
+// Close stops accepting, disconnects every client, waits for the server's
+// goroutines to end and closes the cluster node. It is safe to call more
+// than once.
 func (s *Server) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
@@ -113,8 +110,11 @@ func (s *Server) Close() error {
 		c.nc.Close()
 	}
 	s.mu.Unlock()
+	// The node goes first: it fails the writes clients wait for, so that
+	// their connections can end.
+	err := s.node.Close()
 	s.wg.Wait()
-	return nil
+	return err
 }
 
 // goFunc runs f in a goroutine that Close waits for.
@@ -126,7 +126,9 @@ func (s *Server) goFunc(f func()) {
 	}()
 }
 
-func (s *Server) acceptLoop(ln net.Listener) {
+// acceptLoop serves the connections of ln: clients', or other nodes' when
+// peer is set.
+func (s *Server) acceptLoop(ln net.Listener, peer bool) {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -140,7 +142,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			return
 		}
 		s.stats.connections.Add(1)
-		c := newClient(s, nc)
+		c := newClient(s, nc, peer)
 		s.mu.Lock()
 		if s.closed.Load() {
 			s.mu.Unlock()
@@ -165,22 +167,6 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			s.mu.Unlock()
 			s.stats.merge(c)
 		})
-	}
-}
-
-// tickLoop proposes the empty batches that drive active expiry.
-func (s *Server) tickLoop() {
-	t := time.NewTicker(s.settings.config().TickInterval)
-	defer t.Stop()
-	var out store.Replies
-	for {
-		select {
-		case <-s.quit:
-			return
-		case <-t.C:
-			out.Reset()
-			s.applier.Apply(nil, &out)
-		}
 	}
 }
 

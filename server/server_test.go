@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/presenced/presenced/cluster"
 
 	"github.com/presenced/presenced/server/redisserver"
 )
@@ -19,6 +22,7 @@ func startServer(tb testing.TB, opts ...func(*Config)) *Server {
 	cfg.Bind = "127.0.0.1"
 	cfg.Port = 0
 	cfg.Dir = tb.TempDir()
+	cfg.Cluster = testClusterConfig(cfg.Dir)
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -31,6 +35,22 @@ func startServer(tb testing.TB, opts ...func(*Config)) *Server {
 	}
 	tb.Cleanup(func() { srv.Close() })
 	return srv
+}
+
+// testClusterConfig configures a one-node cluster for a test server: raft
+// on a free loopback port, log and snapshots in memory, quick to elect
+// itself.
+func testClusterConfig(dir string) cluster.Config {
+	c := cluster.DefaultConfig()
+	c.NodeID = "test"
+	c.RaftAddr = "127.0.0.1:0"
+	c.Dir = dir
+	c.AppendOnly = false
+	c.HeartbeatTimeout = 50 * time.Millisecond
+	c.ElectionTimeout = 50 * time.Millisecond
+	c.LeaderLeaseTimeout = 50 * time.Millisecond
+	c.LogOutput = io.Discard
+	return c
 }
 
 // withPassword sets requirepass.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // settings holds the configuration that CONFIG SET may change while the
@@ -75,10 +76,10 @@ var parameters = []parameter{
 			c.MaxClients = int(n)
 			return ""
 		}},
-	{name: "hz",
-		get: func(c *Config) string { return strconv.FormatInt(int64(1e9/c.TickInterval.Nanoseconds()), 10) }},
+	{name: "hz", get: func(c *Config) string { return strconv.Itoa(c.hz()) }},
 	{name: "save", get: func(*Config) string { return "" }},
-	{name: "appendonly", get: func(*Config) string { return "no" }},
+	{name: "appendonly", get: func(c *Config) string { return yesNo(c.Cluster.AppendOnly) }},
+	{name: "appendfsync", get: func(c *Config) string { return c.Cluster.AppendFsync }},
 }
 
 // memorySetter sets a memory amount of at least 1mb, as Redis bounds
@@ -135,4 +136,15 @@ func parseMemory(s string, out *int64) bool {
 	}
 	*out = n * mul
 	return true
+}
+
+// hz is Redis's name for how often the server does its periodic work:
+// here, how often the leader ticks.
+func (c *Config) hz() int { return int(time.Second / c.Cluster.TickInterval) }
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

@@ -25,6 +25,12 @@ func main() {
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "data directory")
 	fs.StringVar(&cfg.RequirePass, "requirepass", cfg.RequirePass, "password clients must AUTH with")
 	fs.IntVar(&cfg.MaxClients, "maxclients", cfg.MaxClients, "most clients served at once")
+	cc := &cfg.Cluster
+	fs.StringVar(&cc.NodeID, "node-id", cc.NodeID, "this node's name in the cluster, never reused")
+	fs.StringVar(&cc.RaftAddr, "raft-addr", cc.RaftAddr, "host:port for raft and other nodes' calls; other nodes reach this node there")
+	fs.StringVar(&cc.Join, "join", "", "host:port of any member's client port: join that cluster (when --dir holds no cluster yet)")
+	appendOnly := fs.String("appendonly", "yes", "yes: keep the raft log and snapshots in --dir, to restart with the data; no: in memory")
+	fs.StringVar(&cc.AppendFsync, "appendfsync", cc.AppendFsync, "always: fsync before acknowledging; everysec: once a second; no: leave it to the OS")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's pprof profiles over HTTP on this address (e.g. 127.0.0.1:6060)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Parse(os.Args[1:])
@@ -32,6 +38,14 @@ func main() {
 		fmt.Println("presenced", server.Version)
 		return
 	}
+	switch *appendOnly {
+	case "yes", "no":
+		cc.AppendOnly = *appendOnly == "yes"
+	default:
+		log.Fatalf("presenced: --appendonly must be yes or no, not %q", *appendOnly)
+	}
+	cc.Dir = cfg.Dir
+	cc.Bootstrap = cc.Join == ""
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		log.Fatalf("presenced: %v", err)
 	}
