@@ -24,6 +24,9 @@ type Config struct {
 	// RaftAddr is the host:port the raft transport listens on and other
 	// nodes reach this node at. Unused when Open is given a transport.
 	RaftAddr string
+	// RaftAdvertise, if set, is the address other nodes reach this node's
+	// RaftAddr at, when that differs (behind a proxy or NAT).
+	RaftAdvertise string
 	// Dir holds the raft log ("raft.db") and the snapshots ("snapshots/")
 	// when AppendOnly is set.
 	Dir string

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -25,6 +26,8 @@ const maxRaftRPCType = 31
 // the listener of RESP connections.
 type mux struct {
 	ln    net.Listener
+	addr  net.Addr // the address other nodes dial
+
 	raft  chan net.Conn
 	peers *connListener
 
@@ -32,13 +35,23 @@ type mux struct {
 	closed    chan struct{}
 }
 
-func listenMux(addr string) (*mux, error) {
+// listenMux listens on addr; other nodes reach it at advertise, or at
+// the address listened on if advertise is empty.
+func listenMux(addr, advertise string) (*mux, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	m := &mux{ln: ln, raft: make(chan net.Conn), closed: make(chan struct{})}
-	m.peers = &connListener{conns: make(chan net.Conn), closed: m.closed, addr: ln.Addr()}
+	m := &mux{ln: ln, addr: ln.Addr(), raft: make(chan net.Conn), closed: make(chan struct{})}
+	if advertise != "" {
+		a, err := net.ResolveTCPAddr("tcp", advertise)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("advertised address: %w", err)
+		}
+		m.addr = a
+	}
+	m.peers = &connListener{conns: make(chan net.Conn), closed: m.closed, addr: m.addr}
 	go m.acceptLoop()
 	return m, nil
 }
@@ -100,8 +113,8 @@ func (m *mux) Close() error {
 	return err
 }
 
-// Addr implements net.Listener.
-func (m *mux) Addr() net.Addr { return m.ln.Addr() }
+// Addr implements net.Listener: it is the address other nodes dial.
+func (m *mux) Addr() net.Addr { return m.addr }
 
 // Dial implements raft.StreamLayer.
 func (m *mux) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {

@@ -109,7 +109,7 @@ func (n *Node) start(network *Network) error {
 	}
 	var trans raft.Transport
 	if network == nil {
-		m, err := listenMux(n.cfg.RaftAddr)
+		m, err := listenMux(n.cfg.RaftAddr, n.cfg.RaftAdvertise)
 		if err != nil {
 			return fmt.Errorf("cluster: raft address: %w", err)
 		}

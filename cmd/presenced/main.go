@@ -28,6 +28,7 @@ func main() {
 	cc := &cfg.Cluster
 	fs.StringVar(&cc.NodeID, "node-id", cc.NodeID, "this node's name in the cluster, never reused")
 	fs.StringVar(&cc.RaftAddr, "raft-addr", cc.RaftAddr, "host:port for raft and other nodes' calls; other nodes reach this node there")
+	fs.StringVar(&cc.RaftAdvertise, "raft-advertise", "", "host:port other nodes reach --raft-addr at, if different (behind a proxy or NAT)")
 	fs.StringVar(&cc.Join, "join", "", "host:port of any member's client port: join that cluster (when --dir holds no cluster yet)")
 	appendOnly := fs.String("appendonly", "yes", "yes: keep the raft log and snapshots in --dir, to restart with the data; no: in memory")
 	fs.StringVar(&cc.AppendFsync, "appendfsync", cc.AppendFsync, "always: fsync before acknowledging; everysec: once a second; no: leave it to the OS")
