@@ -91,11 +91,14 @@ func raftCommand(c *client, args [][]byte) {
 			"ADD <node-id> <raft-address>", "    Add a node to the cluster as a voter.",
 			"REMOVE <node-id>", "    Remove a node from the cluster.",
 			"INFO", "    Show this node's raft state and the cluster's members.",
+			"SNAPSHOT", "    Take a snapshot of this node's state now and compact its raft log.",
 			"READINDEX", "    On the leader: confirm leadership, return the commit index.")
 	case "add":
 		c.okOrError(node.AddVoter(ctx, string(args[2]), string(args[3])))
 	case "remove":
 		c.okOrError(node.RemoveServer(ctx, string(args[2])))
+	case "snapshot":
+		c.okOrError(node.Snapshot())
 	case "readindex":
 		index, err := node.ReadIndex(ctx)
 		if err != nil {
