@@ -78,6 +78,11 @@ type Config struct {
 	// SnapshotThreshold is how many entries past the last snapshot make
 	// raft take a new one and compact the log.
 	SnapshotThreshold uint64
+	// SnapshotBytes is how many bytes of entries past the last snapshot
+	// make the node take a new one: with group commit, entries vary from
+	// a few bytes (ticks) to MaxEntryBytes, so the log is bounded by size
+	// as well as by count.
+	SnapshotBytes int64
 	// TrailingLogs is how many entries a snapshot leaves in the log, so
 	// that a follower slightly behind catches up without a snapshot.
 	TrailingLogs uint64
@@ -125,8 +130,9 @@ func DefaultConfig() Config {
 		CommitTimeout:      10 * time.Millisecond,
 		SnapshotInterval:   30 * time.Second,
 		SnapshotThreshold:  8192,
-		TrailingLogs:       10240,
-		MaxEntryBytes:      1 << 20,
+		SnapshotBytes:      64 << 20,
+		TrailingLogs:       256,
+		MaxEntryBytes:      256 << 10,
 		MaxEntryCommands:   16384,
 		MaxInflight:        2,
 		LeaderWait:         2 * time.Second,
@@ -156,8 +162,8 @@ func (c *Config) Validate() error {
 		return errors.New("cluster: LeaderLeaseTimeout must be at most HeartbeatTimeout")
 	case c.SnapshotInterval < 5*time.Millisecond:
 		return errors.New("cluster: SnapshotInterval must be at least 5ms")
-	case c.SnapshotThreshold == 0:
-		return errors.New("cluster: SnapshotThreshold must be positive")
+	case c.SnapshotThreshold == 0 || c.SnapshotBytes <= 0:
+		return errors.New("cluster: SnapshotThreshold and SnapshotBytes must be positive")
 	case c.MaxEntryBytes <= 0 || c.MaxEntryCommands <= 0:
 		return errors.New("cluster: MaxEntryBytes and MaxEntryCommands must be positive")
 	case c.MaxInflight <= 0:

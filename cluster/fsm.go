@@ -44,6 +44,11 @@ type fsm struct {
 	replies  sync.Pool     // of *store.Replies
 	applied  progress      // index of the latest entry of commands applied
 	restores atomic.Uint64 // snapshots restored
+
+	logBytes     atomic.Int64  // bytes of entries applied
+	snapshotMark int64         // logBytes at the latest snapshot, set by Snapshot
+	snapshotDue  int64         // bytes past the mark that make a snapshot due
+	due          chan struct{} // signalled when a snapshot is due
 }
 
 var (
@@ -63,6 +68,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.applied.advance(l.Index)
+	if f.logBytes.Add(int64(len(l.Data)))-f.snapshotMark > f.snapshotDue {
+		select {
+		case f.due <- struct{}{}:
+		default:
+		}
+	}
 	e, err := decodeEntry(l.Data)
 	if err != nil {
 		// Every replica decodes the same bytes the same way, so skipping
@@ -100,6 +111,7 @@ func (f *fsm) putReplies(r *store.Replies) {
 // Snapshot implements raft.FSM. Raft calls it between two Applies, so the
 // index of the latest entry applied is exact.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.snapshotMark = f.logBytes.Load()
 	return fsmSnapshot{state: f.sm.Snapshot(), applied: f.applied.get()}, nil
 }
 

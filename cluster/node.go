@@ -27,7 +27,7 @@ import (
 
 // Tuning that operators have no reason to change.
 const (
-	logCacheSize      = 512              // recent entries raft keeps decoded in memory
+	logCacheSize      = 16               // recent entries raft keeps in memory, for replication
 	snapshotsRetained = 2                // snapshots kept in Dir
 	tcpMaxPool        = 3                // connections kept per peer
 	tcpTimeout        = 10 * time.Second // I/O timeout of the raft transport
@@ -90,7 +90,7 @@ func Open(cfg Config, sm StateMachine, network *Network) (*Node, error) {
 		quit:     make(chan struct{}),
 		raftDown: make(chan struct{}),
 	}
-	n.fsm = &fsm{sm: sm, log: n.log}
+	n.fsm = &fsm{sm: sm, log: n.log, snapshotDue: cfg.SnapshotBytes, due: make(chan struct{}, 1)}
 	n.leaderReads.fn = n.leaderReadIndex
 	n.followerReads.fn = n.followerReadIndex
 	if err := n.start(network); err != nil {
@@ -150,6 +150,7 @@ func (n *Node) start(network *Network) error {
 	if n.bolt != nil && n.cfg.AppendFsync == FsyncEverySec {
 		n.goFunc(n.fsyncLoop)
 	}
+	n.goFunc(n.compactLoop)
 	return nil
 }
 
@@ -251,6 +252,21 @@ func (n *Node) observe() {
 			}
 		}
 	})
+}
+
+// compactLoop takes a snapshot, which compacts the log, whenever the
+// entries applied since the last one exceed SnapshotBytes.
+func (n *Node) compactLoop() {
+	for {
+		select {
+		case <-n.quit:
+			return
+		case <-n.fsm.due:
+		}
+		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			n.log.Warn("snapshot to compact the log failed", "error", err)
+		}
+	}
 }
 
 // fsyncLoop flushes the log file to disk every second (FsyncEverySec).

@@ -644,3 +644,33 @@ func TestDirInUse(t *testing.T) {
 		t.Fatalf("error does not say the log is locked: %v", err)
 	}
 }
+
+// TestSnapshotBySize checks that entries adding up to SnapshotBytes make
+// a node snapshot and compact its log, however few they are.
+func TestSnapshotBySize(t *testing.T) {
+	c := newTestCluster(t, 1, func(cfg *Config) {
+		cfg.SnapshotBytes = 64 << 10
+		cfg.SnapshotThreshold = 1 << 30
+		cfg.SnapshotInterval = 10 * time.Millisecond
+		cfg.TrailingLogs = 1
+		// Ticks keep entries coming, for the wait below to poll on.
+		cfg.TickInterval = 5 * time.Millisecond
+	})
+	n := c.leader().node
+	big := strings.Repeat("x", 8<<10)
+	var out store.Replies
+	for i := range 16 {
+		if err := n.Apply([]store.Command{cmd(0, "SET", "k"+strconv.Itoa(i), big)}, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 128 KiB of entries: a snapshot is due; wait for raft to take it.
+	for n.raft.Stats()["last_snapshot_index"] == "0" {
+		if err := n.fsm.applied.wait(c.ctx, n.fsm.applied.get()+1); err != nil {
+			t.Fatal("no snapshot after 128 KiB of entries:", err)
+		}
+	}
+	if idx, _ := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64); idx < 8 {
+		t.Errorf("snapshot at index %d, before the entries that made it due", idx)
+	}
+}
