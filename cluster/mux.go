@@ -25,8 +25,8 @@ const maxRaftRPCType = 31
 // sends. It implements raft.StreamLayer for the transport; Peers returns
 // the listener of RESP connections.
 type mux struct {
-	ln    net.Listener
-	addr  net.Addr // the address other nodes dial
+	ln   net.Listener
+	addr net.Addr // the address other nodes dial
 
 	raft  chan net.Conn
 	peers *connListener
