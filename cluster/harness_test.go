@@ -286,3 +286,11 @@ func (p testPeers) Applied(_ context.Context, addr string) (uint64, error) {
 	index, _ := n.Digest()
 	return index, nil
 }
+
+func (p testPeers) Members(_ context.Context, addr string) ([]Member, error) {
+	n, err := p.to(addr)
+	if err != nil {
+		return nil, err
+	}
+	return n.Members()
+}

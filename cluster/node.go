@@ -143,6 +143,10 @@ func (n *Node) start(network *Network) error {
 		if err := n.join(string(trans.LocalAddr())); err != nil {
 			return err
 		}
+	case n.cfg.Join != "":
+		if err := n.checkJoined(string(trans.LocalAddr())); err != nil {
+			return err
+		}
 	}
 	n.goFunc(n.batch.proposeLoop)
 	n.goFunc(n.batch.completeLoop)
@@ -179,6 +183,29 @@ func (n *Node) join(addr string) error {
 	return fmt.Errorf("cluster: joining through %s: %w", n.cfg.Join, err)
 }
 
+// checkJoined refuses to restart a node whose data dir holds a cluster
+// that the member at cfg.Join is not part of: the member answers, and
+// does not list this node at addr. A member that does not answer (the
+// whole cluster restarting, say) is not evidence either way.
+func (n *Node) checkJoined(addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
+	defer cancel()
+	members, err := n.peers.Members(ctx, n.cfg.Join)
+	if err != nil {
+		n.log.Warn("could not check the membership of the cluster to join", "join", n.cfg.Join, "error", err)
+		return nil
+	}
+	var ids []string
+	for _, m := range members {
+		if m.ID == n.cfg.NodeID && m.Address == addr {
+			return nil
+		}
+		ids = append(ids, m.ID+"@"+m.Address)
+	}
+	return fmt.Errorf("cluster: data dir %s belongs to another cluster than --join %s, whose members are %s",
+		n.cfg.Dir, n.cfg.Join, strings.Join(ids, ", "))
+}
+
 func (n *Node) raftConfig() *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(n.cfg.NodeID)
@@ -203,6 +230,9 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 	if err := os.MkdirAll(n.cfg.Dir, 0o755); err != nil {
 		return nil, nil, nil, fmt.Errorf("cluster: %w", err)
 	}
+	if err := claimDir(n.cfg.Dir, n.cfg.NodeID); err != nil {
+		return nil, nil, nil, err
+	}
 	path := filepath.Join(n.cfg.Dir, "raft.db")
 	bolt, err := raftboltdb.New(raftboltdb.Options{
 		Path:        path,
@@ -225,6 +255,30 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 		return nil, nil, nil, fmt.Errorf("cluster: opening snapshots in %s: %w", n.cfg.Dir, err)
 	}
 	return logs, bolt, snaps, nil
+}
+
+// nodeIDFile names, in a data dir, the file that says which node the
+// dir's raft state belongs to.
+const nodeIDFile = "node-id"
+
+// claimDir records in dir that it holds node id's state, or refuses a dir
+// that holds another node's.
+func claimDir(dir, id string) error {
+	path := filepath.Join(dir, nodeIDFile)
+	owner, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("cluster: %w", err)
+	case strings.TrimSpace(string(owner)) != id:
+		return fmt.Errorf("cluster: data dir %s holds node %q's state, not node %q's (see %s)",
+			dir, strings.TrimSpace(string(owner)), id, path)
+	}
+	return nil
 }
 
 // observe keeps n.leaders counting raft's leader and state changes, so

@@ -674,3 +674,28 @@ func TestSnapshotBySize(t *testing.T) {
 		t.Errorf("snapshot at index %d, before the entries that made it due", idx)
 	}
 }
+
+// TestDirOfAnotherNode checks that a node refuses a data dir holding
+// another node's raft state, naming the file that says whose it is.
+func TestDirOfAnotherNode(t *testing.T) {
+	cfg := testConfig("first")
+	cfg.Bootstrap = true
+	cfg.AppendOnly = true
+	cfg.Dir = t.TempDir()
+	cfg.RaftAddr = "127.0.0.1:0"
+	n := openTest(t, cfg, FromStore(store.New()))
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.NodeID = "second"
+	n, err := Open(cfg, FromStore(store.New()), nil)
+	if err == nil {
+		n.Close()
+		t.Fatal("a node opened another node's data dir")
+	}
+	if want := filepath.Join(cfg.Dir, nodeIDFile); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `"first"`) {
+		t.Fatalf("error %q does not name the owner and %s", err, want)
+	}
+	cfg.NodeID = "first"
+	openTest(t, cfg, FromStore(store.New()))
+}

@@ -31,6 +31,8 @@ type Peers interface {
 	// Applied returns the index of the latest entry the node at addr
 	// applied.
 	Applied(ctx context.Context, addr string) (uint64, error)
+	// Members returns the membership the node at addr knows.
+	Members(ctx context.Context, addr string) ([]Member, error)
 }
 
 // peerTimeout bounds a call to a peer whose context has no deadline.
@@ -136,7 +138,43 @@ func (p *RESPPeers) ReadIndex(ctx context.Context, addr string) (uint64, error) 
 
 // Applied implements Peers with RAFT INFO.
 func (p *RESPPeers) Applied(ctx context.Context, addr string) (uint64, error) {
-	var index uint64
+	info, err := p.info(ctx, addr)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(info["applied_index"], 10, 64)
+}
+
+// Members implements Peers with RAFT INFO.
+func (p *RESPPeers) Members(ctx context.Context, addr string) ([]Member, error) {
+	info, err := p.info(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	count, err := strconv.Atoi(info["members"])
+	if err != nil {
+		return nil, fmt.Errorf("cluster: RAFT INFO of %s: members: %v", addr, err)
+	}
+	members := make([]Member, count)
+	for i := range members {
+		for _, field := range strings.Split(info["member"+strconv.Itoa(i)], ",") {
+			k, v, _ := strings.Cut(field, "=")
+			switch k {
+			case "id":
+				members[i].ID = v
+			case "addr":
+				members[i].Address = v
+			case "voter":
+				members[i].Voter = v == "1"
+			}
+		}
+	}
+	return members, nil
+}
+
+// info returns the fields of the RAFT INFO of the node at addr.
+func (p *RESPPeers) info(ctx context.Context, addr string) (map[string]string, error) {
+	fields := make(map[string]string)
 	err := p.call(ctx, addr, func(_ *peerConn, w *proto.Writer) int {
 		writeCommand(w, "RAFT", "INFO")
 		return 1
@@ -145,16 +183,17 @@ func (p *RESPPeers) Applied(ctx context.Context, addr string) (uint64, error) {
 		if r[0] == '-' {
 			return remoteError(r)
 		}
-		for _, line := range strings.Split(string(r), "\r\n") {
-			if v, ok := strings.CutPrefix(line, "applied_index:"); ok {
-				var err error
-				index, err = strconv.ParseUint(v, 10, 64)
-				return err
+		if r[0] != '$' {
+			return fmt.Errorf("cluster: RAFT INFO replied %.64q", r)
+		}
+		for _, line := range strings.Split(string(r), "\r\n")[1:] {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				fields[k] = v
 			}
 		}
-		return fmt.Errorf("cluster: RAFT INFO without applied_index: %.64q", r)
+		return nil
 	})
-	return index, err
+	return fields, err
 }
 
 // AddVoter implements Peers with RAFT ADD.
