@@ -6,13 +6,27 @@ DIR       ?= ./data
 FUZZTIME  ?= 30s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test verify fuzz bench clean
+.PHONY: build run cluster test verify fuzz bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/presenced
 
 run: build
 	./$(BIN) --port $(PORT) --dir $(DIR)
+
+# A local three-node cluster: clients on ports 7001-7003, raft on
+# 7101-7103, data in $(DIR)/cluster. Ctrl-C stops it.
+cluster: build
+	@mkdir -p $(DIR)/cluster
+	@trap 'trap - INT TERM EXIT; kill 0 2>/dev/null' INT TERM EXIT; \
+	./$(BIN) --node-id n1 --port 7001 --raft-addr 127.0.0.1:7101 --dir $(DIR)/cluster/n1 2>$(DIR)/cluster/n1.log & \
+	./$(BIN) --node-id n2 --port 7002 --raft-addr 127.0.0.1:7102 --dir $(DIR)/cluster/n2 --join 127.0.0.1:7001 2>$(DIR)/cluster/n2.log & \
+	./$(BIN) --node-id n3 --port 7003 --raft-addr 127.0.0.1:7103 --dir $(DIR)/cluster/n3 --join 127.0.0.1:7001 2>$(DIR)/cluster/n3.log & \
+	echo "presenced cluster: nodes n1, n2, n3 at 127.0.0.1:7001, :7002, :7003 (logs in $(DIR)/cluster/)"; \
+	echo "  redis-cli -p 7002 SETBIT online 42 1   # any node takes writes"; \
+	echo "  redis-cli -p 7001 ROLE; redis-cli -p 7003 RAFT INFO"; \
+	echo "Ctrl-C stops the cluster; its data stays in $(DIR)/cluster."; \
+	wait
 
 test:
 	$(GO) test -race -timeout 9m ./...

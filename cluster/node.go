@@ -171,6 +171,14 @@ func (n *Node) join(addr string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
 	defer cancel()
 	err := n.peers.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr)
+	for errors.Is(err, errNotSent) && ctx.Err() == nil {
+		// The member may still be starting: try again shortly.
+		select {
+		case <-time.After(retryPause):
+		case <-ctx.Done():
+		}
+		err = n.peers.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr)
+	}
 	var re *RemoteError
 	switch {
 	case err == nil:
