@@ -262,7 +262,66 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("cluster: opening snapshots in %s: %w", n.cfg.Dir, err)
 	}
+	if err := verifySnapshot(snaps, n.cfg.Dir); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := verifyLog(bolt, path); err != nil {
+		return nil, nil, nil, err
+	}
 	return logs, bolt, snaps, nil
+}
+
+// verifySnapshot checks the checksums of the newest snapshot in dir.
+// Raft would fall back to an older snapshot, whose log may be compacted
+// away: a node refuses to start instead.
+func verifySnapshot(snaps *raft.FileSnapshotStore, dir string) error {
+	list, err := snaps.List()
+	if err != nil {
+		return fmt.Errorf("cluster: listing snapshots in %s: %w", dir, err)
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	path := filepath.Join(dir, "snapshots", list[0].ID, "state.bin")
+	_, rc, err := snaps.Open(list[0].ID)
+	if err == nil {
+		var h [snapshotHeaderLen]byte
+		if _, err = io.ReadFull(rc, h[:]); err == nil {
+			_, err = decodeSnapshotHeader(h)
+		}
+		rc.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: snapshot %s is damaged, refusing to start without it: %w", path, err)
+	}
+	return nil
+}
+
+// verifyLog checks the checksum of every entry of commands in the log
+// at path, so that a damaged log stops the node at start rather than
+// being skipped when replayed.
+func verifyLog(logs raft.LogStore, path string) error {
+	first, err := logs.FirstIndex()
+	if err != nil {
+		return fmt.Errorf("cluster: raft log %s: %w", path, err)
+	}
+	last, err := logs.LastIndex()
+	if err != nil {
+		return fmt.Errorf("cluster: raft log %s: %w", path, err)
+	}
+	for i := first; i <= last && i > 0; i++ {
+		var l raft.Log
+		if err := logs.GetLog(i, &l); err != nil {
+			return fmt.Errorf("cluster: raft log %s: entry %d: %w", path, i, err)
+		}
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		if _, err := decodeEntry(l.Data); err != nil {
+			return fmt.Errorf("cluster: raft log %s is damaged at entry %d, refusing to start: %w", path, i, err)
+		}
+	}
+	return nil
 }
 
 // nodeIDFile names, in a data dir, the file that says which node the

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -501,9 +502,13 @@ func TestDurableRestart(t *testing.T) {
 				for _, path := range states {
 					damage(t, path, snapshotHeaderLen+10)
 				}
-				if n3, err := Open(cfg, FromStore(store.New()), nil); err == nil {
+				n3, err := Open(cfg, FromStore(store.New()), nil)
+				if err == nil {
 					n3.Close()
 					t.Fatal("a node with a damaged snapshot started")
+				}
+				if !strings.Contains(err.Error(), filepath.Join(cfg.Dir, "snapshots")) {
+					t.Fatalf("error does not name the snapshot: %v", err)
 				}
 			})
 		}
@@ -698,4 +703,41 @@ func TestDirOfAnotherNode(t *testing.T) {
 	}
 	cfg.NodeID = "first"
 	openTest(t, cfg, FromStore(store.New()))
+}
+
+// TestDamagedLog checks that a node whose log has a damaged entry refuses
+// to start, naming the log file, instead of skipping the entry.
+func TestDamagedLog(t *testing.T) {
+	cfg := testConfig("solo")
+	cfg.Bootstrap = true
+	cfg.AppendOnly = true
+	cfg.Dir = t.TempDir()
+	cfg.RaftAddr = "127.0.0.1:0"
+	n := openTest(t, cfg, FromStore(store.New()))
+	waitReady(t, n)
+	const marker = "a-value-to-find-in-the-log-file"
+	if err := n.Apply([]store.Command{cmd(0, "SET", "k", marker)}, new(store.Replies)); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(cfg.Dir, "raft.db")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(data, []byte(marker))
+	if at < 0 {
+		t.Fatal("the entry is not in the log file")
+	}
+	damage(t, path, int64(at))
+	n2, err := Open(cfg, FromStore(store.New()), nil)
+	if err == nil {
+		n2.Close()
+		t.Fatal("a node with a damaged log started")
+	}
+	if !strings.Contains(err.Error(), path) || !errors.Is(err, ErrBadEntry) {
+		t.Fatalf("error does not name the damaged log: %v", err)
+	}
 }
