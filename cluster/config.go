@@ -94,7 +94,9 @@ type Config struct {
 	// exception.
 	MaxEntryCommands int
 	// MaxInflight is how many entries the leader has being committed at
-	// once; batches arriving meanwhile wait and share the next entry.
+	// once; batches arriving meanwhile wait and share the next entry. The
+	// log is written by one goroutine, so more entries in flight only
+	// wait longer: 1 measured best in every persistence mode.
 	MaxInflight int
 
 	// LeaderWait bounds how long a write or a linearizable read waits for
@@ -134,7 +136,7 @@ func DefaultConfig() Config {
 		TrailingLogs:       256,
 		MaxEntryBytes:      256 << 10,
 		MaxEntryCommands:   16384,
-		MaxInflight:        2,
+		MaxInflight:        1,
 		LeaderWait:         2 * time.Second,
 		LogLevel:           "warn",
 	}

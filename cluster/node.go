@@ -468,6 +468,12 @@ func (n *Node) Apply(cmds []store.Command, out *store.Replies) error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
+	if n.raft.State() == raft.Leader {
+		// The common case, without the retry loop's timer.
+		if err := n.batch.apply(cmds, out); err != ErrNotLeader {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
 	defer cancel()
 	return n.withLeader(ctx, func(addr string, self bool) error {
