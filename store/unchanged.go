@@ -1,0 +1,63 @@
+package store
+
+import "github.com/presenced/presenced/proto"
+
+// ReadUnchanged answers cmds on the read path when none of them would
+// change the store — SETBITs that set a bit to the value it already has,
+// which is what most presence heartbeats are — and reports whether it
+// did. Such commands need no log entry: their replies are what applying
+// them would answer, and the state stays the same (Redis too leaves them
+// out of its AOF and replication stream). When any command would change
+// something, or is not a SETBIT, it appends nothing and returns false.
+func (s *Store) ReadUnchanged(cmds []Command, now int64, out *Replies) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if now < s.mu.now {
+		now = s.mu.now
+	}
+	c := readCtxs.Get().(*ctx)
+	*c = ctx{s: s, now: now, w: &out.Writer}
+	defer func() {
+		*c = ctx{}
+		readCtxs.Put(c)
+	}()
+	for _, cmd := range cmds {
+		if !c.setbitUnchanged(cmd) {
+			return false
+		}
+	}
+	for _, cmd := range cmds {
+		// An unchanged SETBIT answers the value it was asked to set.
+		out.Int(int64(cmd.Args[3][0] - '0'))
+		out.Ends = append(out.Ends, out.Len())
+	}
+	return true
+}
+
+// setbitUnchanged reports whether cmd is a well-formed SETBIT of a bit of
+// an existing string, within its length, to the value the bit has.
+func (c *ctx) setbitUnchanged(cmd Command) bool {
+	if len(cmd.Args) != 4 || cmd.DB < 0 || cmd.DB >= NumDBs {
+		return false
+	}
+	spec := cmd.Spec
+	if spec == nil {
+		spec = proto.Lookup(cmd.Args[0])
+	}
+	if spec == nil || spec.Name != "setbit" {
+		return false
+	}
+	off, ok := parseBitOffset(cmd.Args[2])
+	if !ok {
+		return false
+	}
+	on, ok := proto.ParseInt(cmd.Args[3])
+	if !ok || on&^1 != 0 || len(cmd.Args[3]) != 1 {
+		return false
+	}
+	e := c.getIn(c.s.mu.dbs[cmd.DB], cmd.Args[1])
+	if e == nil || off/8 >= uint64(e.v.length()) {
+		return false
+	}
+	return e.v.getBit(off) == (on == 1)
+}

@@ -1,0 +1,79 @@
+package store
+
+import (
+	"fmt"
+	"math/rand"
+	"strconv"
+	"testing"
+)
+
+// TestReadUnchanged checks ReadUnchanged against applying: whenever it
+// answers a batch, applying the batch gives the same replies and leaves
+// every key's bytes and TTL as they were; when it declines, it wrote
+// nothing. Both outcomes must occur.
+func TestReadUnchanged(t *testing.T) {
+	rnd := rand.New(rand.NewSource(1))
+	s := New()
+	keys := []string{"bm", "raw", "ttl", "missing"}
+	const now = 1_000_000
+	do(s, now, "SET raw \x05\x80")
+	do(s, now, "SETBIT ttl 3 1")
+	do(s, now, "PEXPIRE ttl 500")
+	answered, declined := 0, 0
+	for i := range 3000 {
+		var batch []Command
+		for range 1 + rnd.Intn(4) {
+			args := []string{"SETBIT", keys[rnd.Intn(len(keys))], strconv.Itoa(rnd.Intn(24)), strconv.Itoa(rnd.Intn(2))}
+			switch rnd.Intn(20) {
+			case 0:
+				args[0] = "GETBIT"
+				args = args[:3]
+			case 1:
+				args[2] = "-1"
+			case 2:
+				args[3] = "01"
+			}
+			batch = append(batch, bmCommand(args...))
+		}
+		at := int64(now + i)
+		before := snapshotKeys(s, at, keys)
+		var got Replies
+		ok := s.ReadUnchanged(batch, at, &got)
+		var want Replies
+		s.Apply(batch, at, &want)
+		if !ok {
+			declined++
+			if got.Len() != 0 || len(got.Ends) != 0 {
+				t.Fatalf("batch %d: declined but wrote %q", i, got.B)
+			}
+			continue
+		}
+		answered++
+		if string(got.B) != string(want.B) {
+			t.Fatalf("batch %d %s: answered %q, applying answers %q", i, describe(batch), got.B, want.B)
+		}
+		if after := snapshotKeys(s, at, keys); after != before {
+			t.Fatalf("batch %d %s: answered as unchanged, but applying changed %s into %s", i, describe(batch), before, after)
+		}
+	}
+	if answered < 100 || declined < 100 {
+		t.Fatalf("answered %d batches, declined %d: the test does not exercise both", answered, declined)
+	}
+}
+
+// snapshotKeys describes the bytes and TTLs of keys at time now.
+func snapshotKeys(s *Store, now int64, keys []string) string {
+	out := ""
+	for _, k := range keys {
+		out += k + "=" + execAt(s, now, 0, []byte("GET"), []byte(k)) + execAt(s, now, 0, []byte("PTTL"), []byte(k)) + " "
+	}
+	return out
+}
+
+func describe(batch []Command) string {
+	out := ""
+	for _, c := range batch {
+		out += fmt.Sprintf("%q ", c.Args)
+	}
+	return out
+}
