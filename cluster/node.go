@@ -242,7 +242,7 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 		return nil, nil, nil, err
 	}
 	path := filepath.Join(n.cfg.Dir, "raft.db")
-	bolt, err := raftboltdb.New(raftboltdb.Options{
+	bolt, err := openBolt(raftboltdb.Options{
 		Path:        path,
 		BoltOptions: &bbolt.Options{Timeout: lockTimeout},
 		NoSync:      n.cfg.AppendFsync != FsyncAlways,
@@ -269,6 +269,17 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 		return nil, nil, nil, err
 	}
 	return logs, bolt, snaps, nil
+}
+
+// openBolt opens the raft log. bbolt panics on some damaged files
+// instead of returning an error: that becomes an error too.
+func openBolt(opts raftboltdb.Options) (store *raftboltdb.BoltStore, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cluster: raft log %s is damaged, refusing to start: %v", opts.Path, r)
+		}
+	}()
+	return raftboltdb.New(opts)
 }
 
 // verifySnapshot checks the checksums of the newest snapshot in dir.
@@ -300,7 +311,12 @@ func verifySnapshot(snaps *raft.FileSnapshotStore, dir string) error {
 // verifyLog checks the checksum of every entry of commands in the log
 // at path, so that a damaged log stops the node at start rather than
 // being skipped when replayed.
-func verifyLog(logs raft.LogStore, path string) error {
+func verifyLog(logs raft.LogStore, path string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cluster: raft log %s is damaged, refusing to start: %v", path, r)
+		}
+	}()
 	first, err := logs.FirstIndex()
 	if err != nil {
 		return fmt.Errorf("cluster: raft log %s: %w", path, err)
@@ -581,6 +597,10 @@ func (n *Node) followerReadIndex() (uint64, error) {
 			err = ErrNotLeader
 		} else {
 			index, err = n.peers.ReadIndex(ctx, addr)
+			if errors.Is(err, ErrUnknownOutcome) {
+				// Asking for a read index changes nothing: ask again.
+				err = fmt.Errorf("%w: %v", errNotSent, err)
+			}
 		}
 		return err
 	})

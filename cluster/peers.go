@@ -252,14 +252,21 @@ func (p *RESPPeers) call(ctx context.Context, addr string, encode func(*peerConn
 
 // get returns an idle connection to addr or dials one.
 func (p *RESPPeers) get(addr string, deadline time.Time) (*peerConn, error) {
-	p.mu.Lock()
-	if idle := p.idle[addr]; len(idle) > 0 {
+	for {
+		p.mu.Lock()
+		idle := p.idle[addr]
+		if len(idle) == 0 {
+			p.mu.Unlock()
+			break
+		}
 		c := idle[len(idle)-1]
 		p.idle[addr] = idle[:len(idle)-1]
 		p.mu.Unlock()
-		return c, nil
+		if connAlive(c.nc) {
+			return c, nil
+		}
+		c.nc.Close()
 	}
-	p.mu.Unlock()
 	nc, err := net.DialTimeout("tcp", addr, time.Until(deadline))
 	if err != nil {
 		return nil, err
