@@ -1,0 +1,250 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/presenced/presenced/store"
+)
+
+// gatedFn is a coalescer function whose calls each wait for the test:
+// entered receives the call's number (from 1) when it starts, and the
+// call returns that number, or err if set, once release is sent to.
+type gatedFn struct {
+	mu      sync.Mutex
+	calls   uint64
+	entered chan uint64
+	release chan error
+}
+
+func newGatedFn() *gatedFn {
+	return &gatedFn{entered: make(chan uint64), release: make(chan error)}
+}
+
+func (g *gatedFn) fn() (uint64, error) {
+	g.mu.Lock()
+	g.calls++
+	n := g.calls
+	g.mu.Unlock()
+	g.entered <- n
+	if err := <-g.release; err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// arrivalCtx reports, on arrived, the first time do looks at its Done
+// channel: do does so only after the caller joined a round, so the test
+// knows which round is open when it joined.
+type arrivalCtx struct {
+	context.Context
+	once    sync.Once
+	arrived chan<- struct{}
+}
+
+func (c *arrivalCtx) Done() <-chan struct{} {
+	c.once.Do(func() { c.arrived <- struct{}{} })
+	return c.Context.Done()
+}
+
+// result is a coalescer caller's result.
+type result struct {
+	index uint64
+	err   error
+}
+
+// call starts a caller of co and returns once it joined a round; its
+// result arrives on the returned channel.
+func call(ctx context.Context, co *coalescer) <-chan result {
+	arrived := make(chan struct{})
+	res := make(chan result, 1)
+	go func() {
+		index, err := co.do(&arrivalCtx{Context: ctx, arrived: arrived})
+		res <- result{index, err}
+	}()
+	<-arrived
+	return res
+}
+
+// TestCoalescerRounds checks that callers that arrive while a call runs
+// share the next call, which starts after they arrived, and that errors
+// and cancellations reach only their callers.
+func TestCoalescerRounds(t *testing.T) {
+	g := newGatedFn()
+	co := &coalescer{fn: g.fn}
+	ctx := context.Background()
+
+	first := call(ctx, co)
+	if n := <-g.entered; n != 1 {
+		t.Fatalf("first call is number %d", n)
+	}
+	// Callers arriving while call 1 runs must not get its result: it may
+	// predate their writes.
+	var waiting []<-chan result
+	for range 10 {
+		waiting = append(waiting, call(ctx, co))
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	gone := call(cancelled, co)
+	cancel()
+	if r := <-gone; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled caller: %+v", r)
+	}
+	g.release <- nil
+	if r := <-first; r.index != 1 || r.err != nil {
+		t.Fatalf("first caller: %+v", r)
+	}
+	// One call serves all ten.
+	if n := <-g.entered; n != 2 {
+		t.Fatalf("second call is number %d", n)
+	}
+	late := call(ctx, co)
+	g.release <- nil
+	for i, w := range waiting {
+		if r := <-w; r.index != 2 || r.err != nil {
+			t.Errorf("caller %d: %+v, want the second call's result", i, r)
+		}
+	}
+	// The caller that arrived during call 2 waits for call 3, whose error
+	// it gets.
+	if n := <-g.entered; n != 3 {
+		t.Fatalf("third call is number %d", n)
+	}
+	boom := errors.New("boom")
+	g.release <- boom
+	if r := <-late; r.err != boom {
+		t.Fatalf("late caller: %+v, want the third call's error", r)
+	}
+	// Nobody waits: no call runs, and the next caller starts one.
+	next := call(ctx, co)
+	if n := <-g.entered; n != 4 {
+		t.Fatalf("fourth call is number %d", n)
+	}
+	g.release <- nil
+	if r := <-next; r.index != 4 || r.err != nil {
+		t.Fatalf("next caller: %+v", r)
+	}
+}
+
+// TestCoalescerConcurrent runs many callers at once against a function
+// that counts its calls: every caller gets a call that started after it
+// arrived, and the calls are far fewer than the callers.
+func TestCoalescerConcurrent(t *testing.T) {
+	var mu sync.Mutex
+	calls := uint64(0)
+	co := &coalescer{fn: func() (uint64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		return calls, nil
+	}}
+	const callers, rounds = 32, 50
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for range rounds {
+				mu.Lock()
+				before := calls
+				mu.Unlock()
+				index, err := co.do(context.Background())
+				if err != nil || index <= before {
+					t.Errorf("got call %d (%v); call %d had started before the caller arrived", index, err, before)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if calls >= callers*rounds {
+		t.Errorf("%d calls for %d requests: none shared", calls, callers*rounds)
+	}
+}
+
+// TestReadBarrierOnFollower writes on the leader and reads on a follower
+// right after ReadBarrier returns, many times: the write is always there.
+func TestReadBarrierOnFollower(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	l := c.leader()
+	for _, f := range c.nodes {
+		if f == l {
+			continue
+		}
+		for i := range 100 {
+			v := strconv.Itoa(i)
+			var out store.Replies
+			if err := l.node.Apply([]store.Command{cmd(1, "SET", "k", v), cmd(0, "SETBIT", "b", v, "1")}, &out); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.node.ReadBarrier(c.ctx); err != nil {
+				t.Fatalf("%s: ReadBarrier: %v", f.id, err)
+			}
+			got := read(f.st, cmd(1, "GET", "k"), cmd(0, "BITCOUNT", "b"))
+			if got[0] != "$"+strconv.Itoa(len(v))+"\r\n"+v+"\r\n" || got[1] != ":"+strconv.Itoa(i+1)+"\r\n" {
+				t.Fatalf("%s after ReadBarrier: %q, leader wrote %s", f.id, got, v)
+			}
+		}
+		var out store.Replies
+		if err := l.node.Apply([]store.Command{cmd(0, "DEL", "b")}, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestIsolatedLeaderReadBarrier cuts the leader off: it fails ReadBarrier
+// within LeaderWait, even though its own state is current for all it
+// knows, so it never serves a read the majority's new leader has made
+// stale; healed, it passes ReadBarrier and sees the new writes.
+func TestIsolatedLeaderReadBarrier(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.LeaderWait = time.Second })
+	cuts := guard(c)
+	old := c.leader()
+	var out store.Replies
+	if err := old.node.Apply([]store.Command{cmd(0, "SET", "k", "before")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.node.ReadBarrier(c.ctx); err != nil {
+		t.Fatal(err)
+	}
+	cuts.isolate(old)
+	old.dead = true // out of the majority's sight while cut off
+	l := c.leader()
+	if err := l.node.Apply([]store.Command{cmd(0, "SET", "k", "after")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	wait := old.node.Config().LeaderWait
+	for range 2 {
+		begin := time.Now()
+		err := old.node.ReadBarrier(c.ctx)
+		if took := time.Since(begin); took > wait+time.Second {
+			t.Errorf("ReadBarrier on the cut-off leader took %v", took)
+		}
+		if err == nil {
+			t.Fatalf("the cut-off leader passed ReadBarrier; its store says %q, the cluster's %q",
+				read(old.st, cmd(0, "GET", "k")), read(l.st, cmd(0, "GET", "k")))
+		}
+		if !errors.Is(err, ErrNoLeader) && !errors.Is(err, ErrNotLeader) {
+			t.Errorf("ReadBarrier on the cut-off leader: %v", err)
+		}
+	}
+	cuts.heal()
+	old.dead = false
+	// Healing may cost an election; ReadBarrier waits for its end, or
+	// fails after LeaderWait and is tried again.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := old.node.ReadBarrier(c.ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healed node fails ReadBarrier: %v", err)
+		}
+	}
+	if got := read(old.st, cmd(0, "GET", "k"))[0]; got != "$5\r\nafter\r\n" {
+		t.Errorf("healed node reads %q after ReadBarrier", got)
+	}
+}

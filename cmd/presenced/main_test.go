@@ -1,0 +1,520 @@
+//go:build linux
+
+// The tests run the presenced binary as a real process: they stop it with
+// signals and restart it on its data dir. Linux only, for the parent death
+// signal that stops the processes of a test binary that dies.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// binary is the presenced program TestMain builds.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "presenced-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "presenced")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building presenced: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startTimeout bounds a process's start: until it is ready, or has exited.
+const startTimeout = 30 * time.Second
+
+// node is how a test runs one presenced: the same data dir, node ID and
+// raft address every time it starts.
+type node struct {
+	id, dir, raftAddr string
+	extra             []string // more flags
+}
+
+// newNode returns a node with a fresh data dir and a free raft port.
+func newNode(t *testing.T, id string, extra ...string) node {
+	t.Helper()
+	return node{id: id, dir: t.TempDir(), raftAddr: freeAddr(t), extra: extra}
+}
+
+// args is the node's command line, plus more flags.
+func (n node) args(more ...string) []string {
+	args := []string{"--port", "0", "--node-id", n.id, "--dir", n.dir, "--raft-addr", n.raftAddr}
+	return append(append(args, n.extra...), more...)
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// proc is a running presenced.
+type proc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	addr string // client address
+	out  *syncBuffer
+	done chan struct{} // closed when the process exited
+	err  error         // the process's exit, once done is closed
+}
+
+// syncBuffer is the output of a process, written by a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// readyLine is what presenced logs once it accepts connections.
+var readyLine = regexp.MustCompile(`ready to accept connections on (\S+)`)
+
+// launch starts presenced with args and returns once it logged that it
+// is ready, or exited: then addr is empty.
+func launch(t *testing.T, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = t.TempDir()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = cmd.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{t: t, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			fmt.Fprintln(p.out, sc.Text())
+			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
+				ready <- m[1]
+			}
+		}
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.kill(syscall.SIGKILL) })
+	select {
+	case p.addr = <-ready:
+	case <-p.done:
+	case <-time.After(startTimeout):
+		p.kill(syscall.SIGKILL)
+		t.Fatalf("presenced %q did not start within %v; output:\n%s", args, startTimeout, p.out)
+	}
+	return p
+}
+
+// start starts presenced and fails the test unless it becomes ready and
+// leads its cluster.
+func (n node) start(t *testing.T, more ...string) *proc {
+	t.Helper()
+	p := launch(t, n.args(more...)...)
+	if p.addr == "" {
+		t.Fatalf("presenced exited at start (%v); output:\n%s", p.err, p.out)
+	}
+	p.waitLeader()
+	return p
+}
+
+// refuse starts presenced expecting it to exit with an error, and returns
+// its output.
+func refuse(t *testing.T, args ...string) string {
+	t.Helper()
+	p := launch(t, args...)
+	if p.addr != "" {
+		t.Fatalf("presenced started on %s; output:\n%s", p.addr, p.out)
+	}
+	if p.err == nil {
+		t.Fatalf("presenced exited with status 0; output:\n%s", p.out)
+	}
+	return p.out.String()
+}
+
+// waitLeader waits until the node knows a leader, so that its first
+// reads and writes do not wait for an election.
+func (p *proc) waitLeader() {
+	p.t.Helper()
+	rdb := p.client(0)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
+		info, err := rdb.Do(ctx, "RAFT", "INFO").Text()
+		if err == nil && !strings.Contains(info, "leader_id:\r\n") {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			p.t.Fatalf("no leader: %v %q", err, info)
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// client returns a go-redis client of database db, closed with the test.
+func (p *proc) client(db int) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr, DB: db, MaxRetries: -1})
+	p.t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// kill sends sig and waits for the process to exit.
+func (p *proc) kill(sig syscall.Signal) {
+	p.cmd.Process.Signal(sig)
+	<-p.done
+}
+
+// stop sends SIGTERM and fails the test unless the process exits cleanly.
+func (p *proc) stop() {
+	p.t.Helper()
+	p.kill(syscall.SIGTERM)
+	if p.err != nil {
+		p.t.Fatalf("after SIGTERM: %v; output:\n%s", p.err, p.out)
+	}
+}
+
+// dataset is what a test wrote and had acknowledged, per database.
+type dataset struct {
+	strings map[int]map[string]string
+	bits    map[int]map[string][]int64 // offsets set to 1
+	ttls    map[int]map[string]int64   // milliseconds left when last looked at
+}
+
+func newDataset() *dataset {
+	return &dataset{strings: map[int]map[string]string{}, bits: map[int]map[string][]int64{}, ttls: map[int]map[string]int64{}}
+}
+
+// dbs is the databases the tests write to.
+var dbs = []int{0, 1, 7, 15}
+
+// write writes a round of strings, bits and keys with TTLs in every
+// database and records those acknowledged.
+func (d *dataset) write(t *testing.T, p *proc, round int) {
+	t.Helper()
+	ctx := context.Background()
+	for _, db := range dbs {
+		rdb := p.client(db)
+		for i := range 20 {
+			k := fmt.Sprintf("s:%d:%d", round, i)
+			v := fmt.Sprintf("value-%d-%d-%d", db, round, i)
+			if err := rdb.Set(ctx, k, v, 0).Err(); err != nil {
+				t.Fatalf("SET: %v", err)
+			}
+			put(d.strings, db, k, v)
+			bk := fmt.Sprintf("online:%d", round%3)
+			off := int64(db*100003 + round*1009 + i*7)
+			if err := rdb.SetBit(ctx, bk, off, 1).Err(); err != nil {
+				t.Fatalf("SETBIT: %v", err)
+			}
+			if d.bits[db] == nil {
+				d.bits[db] = map[string][]int64{}
+			}
+			d.bits[db][bk] = append(d.bits[db][bk], off)
+			tk := fmt.Sprintf("ttl:%d:%d", round, i)
+			if err := rdb.Set(ctx, tk, v, time.Hour+time.Duration(i)*time.Minute).Err(); err != nil {
+				t.Fatalf("SET EX: %v", err)
+			}
+			put(d.strings, db, tk, v)
+		}
+	}
+	d.readTTLs(t, p)
+}
+
+func put[V any](m map[int]map[string]V, db int, k string, v V) {
+	if m[db] == nil {
+		m[db] = map[string]V{}
+	}
+	m[db][k] = v
+}
+
+// readTTLs records the TTLs of the keys that have one.
+func (d *dataset) readTTLs(t *testing.T, p *proc) {
+	t.Helper()
+	ctx := context.Background()
+	for _, db := range dbs {
+		rdb := p.client(db)
+		for k := range d.strings[db] {
+			if !strings.HasPrefix(k, "ttl:") {
+				continue
+			}
+			ttl, err := rdb.PTTL(ctx, k).Result()
+			if err != nil || ttl <= 0 {
+				t.Fatalf("PTTL %s: %v %v", k, ttl, err)
+			}
+			put(d.ttls, db, k, ttl.Milliseconds())
+		}
+	}
+}
+
+// check verifies that p holds exactly the dataset: every key, bit and
+// TTL (counting down since it was last read), and DBSIZE per database.
+func (d *dataset) check(t *testing.T, p *proc) {
+	t.Helper()
+	ctx := context.Background()
+	for _, db := range dbs {
+		rdb := p.client(db)
+		want := len(d.strings[db]) + len(d.bits[db])
+		if n, err := rdb.DBSize(ctx).Result(); err != nil || n != int64(want) {
+			t.Errorf("db %d: DBSIZE %d (%v), want %d", db, n, err, want)
+		}
+		for k, v := range d.strings[db] {
+			if got, err := rdb.Get(ctx, k).Result(); got != v || err != nil {
+				t.Fatalf("db %d: GET %s = %q (%v), want %q", db, k, got, err, v)
+			}
+		}
+		for k, offs := range d.bits[db] {
+			if n, err := rdb.BitCount(ctx, k, nil).Result(); err != nil || n != int64(len(offs)) {
+				t.Errorf("db %d: BITCOUNT %s = %d (%v), want %d", db, k, n, err, len(offs))
+			}
+			for _, off := range offs {
+				if b, err := rdb.GetBit(ctx, k, off).Result(); b != 1 || err != nil {
+					t.Fatalf("db %d: GETBIT %s %d = %d (%v)", db, k, off, b, err)
+				}
+			}
+		}
+		for k, before := range d.ttls[db] {
+			ttl, err := rdb.PTTL(ctx, k).Result()
+			if err != nil || ttl <= 0 || ttl.Milliseconds() >= before {
+				t.Fatalf("db %d: PTTL %s = %v (%v), was %dms before the restart", db, k, ttl, err, before)
+			}
+		}
+	}
+	d.readTTLs(t, p)
+}
+
+// TestRestartKeepsData writes to a node, stops it with SIGTERM, restarts
+// it, writes more, kills it with SIGKILL and restarts it: every
+// acknowledged write survives both, in each fsync mode.
+func TestRestartKeepsData(t *testing.T) {
+	for _, fsync := range []string{"always", "no"} {
+		t.Run("appendfsync="+fsync, func(t *testing.T) {
+			t.Parallel()
+			n := newNode(t, "n1", "--appendfsync", fsync)
+			d := newDataset()
+			p := n.start(t)
+			d.write(t, p, 0)
+			p.stop()
+
+			p = n.start(t)
+			d.check(t, p)
+			d.write(t, p, 1)
+			p.kill(syscall.SIGKILL)
+
+			p = n.start(t)
+			d.check(t, p)
+		})
+	}
+}
+
+// TestCorruptSnapshotRefused damages the snapshot a node would restart
+// from: the node must refuse to start, naming the snapshot, rather than
+// start without the data.
+func TestCorruptSnapshotRefused(t *testing.T) {
+	n := newNode(t, "n1")
+	p := n.start(t)
+	d := newDataset()
+	d.write(t, p, 0)
+	if err := p.client(0).Do(context.Background(), "RAFT", "SNAPSHOT").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.stop()
+	states, _ := filepath.Glob(filepath.Join(n.dir, "snapshots", "*", "state.bin"))
+	if len(states) != 1 {
+		t.Fatalf("snapshots: %q", states)
+	}
+	flipBytes(t, states[0], 20, 1)
+	out := refuse(t, n.args()...)
+	if id := filepath.Base(filepath.Dir(states[0])); !strings.Contains(out, id) {
+		t.Errorf("the error does not name snapshot %s:\n%s", id, out)
+	}
+}
+
+// TestCorruptLogEntryRefused damages one write's entry in the raft log: the
+// node must not start without that write (the entry's checksum tells).
+func TestCorruptLogEntryRefused(t *testing.T) {
+	n := newNode(t, "n1")
+	p := n.start(t)
+	payload := "payload-" + randomHex()
+	ctx := context.Background()
+	if err := p.client(0).Set(ctx, "k", payload, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.stop()
+	path := filepath.Join(n.dir, "raft.db")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for i := bytes.Index(raw, []byte(payload)); i >= 0; {
+		flipBytes(t, path, int64(i+len(payload)-1), 1)
+		found++
+		next := bytes.Index(raw[i+1:], []byte(payload))
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	if found == 0 {
+		t.Fatal("the write is not in raft.db")
+	}
+	p = launch(t, n.args()...)
+	if p.addr == "" {
+		if p.err == nil || !strings.Contains(p.out.String(), "raft.db") {
+			t.Errorf("refused to start (%v) without naming raft.db:\n%s", p.err, p.out)
+		}
+		return
+	}
+	p.waitLeader()
+	got, err := p.client(0).Get(ctx, "k").Result()
+	t.Errorf("started on a log with a corrupted entry: GET k = %q (%v), the write was %q; output:\n%s", got, err, payload, p.out)
+}
+
+// TestCorruptLogFileRefused damages the raft log file's pages: the node
+// must exit with an error that names the file, not crash.
+func TestCorruptLogFileRefused(t *testing.T) {
+	n := newNode(t, "n1")
+	p := n.start(t)
+	newDataset().write(t, p, 0)
+	p.stop()
+	path := filepath.Join(n.dir, "raft.db")
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Everything after the two meta pages at the start of the file.
+	const metaPages = 2 * 4096
+	flipBytes(t, path, metaPages, int(info.Size()-metaPages))
+	out := refuse(t, n.args()...)
+	if strings.Contains(out, "panic:") || !strings.Contains(out, "raft.db") {
+		t.Errorf("on a damaged raft.db, want an error naming it, got:\n%s", out)
+	}
+}
+
+// randomHex returns 16 random hex digits.
+func randomHex() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// flipBytes inverts some bits of n bytes of the file at path, from at.
+func flipBytes(t *testing.T, path string, at int64, n int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] ^= 0x5a
+	}
+	if _, err := f.WriteAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBadFlags checks that presenced refuses bad settings with a message
+// that says what is wrong.
+func TestBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want []string // in the output
+	}{
+		{[]string{"--appendonly", "maybe"}, []string{"--appendonly must be yes or no", `"maybe"`}},
+		{[]string{"--appendfsync", "sometimes"}, []string{"ppendFsync must be", `"always"`, `"everysec"`, `"no"`, `"sometimes"`}},
+		{[]string{"--port", "70000"}, []string{"port 70000"}},
+		{[]string{"--nosuch"}, []string{"flag provided but not defined: -nosuch"}},
+	} {
+		args := append([]string{"--dir", dir, "--raft-addr", "127.0.0.1:0", "--port", "0"}, tc.args...)
+		out := refuse(t, args...)
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%q: output does not say %q:\n%s", tc.args, w, out)
+			}
+		}
+	}
+}
+
+// TestDataDirOfAnotherCluster restarts a node whose data dir holds a
+// cluster of its own with --join of another cluster, and with another
+// node ID: both are refused.
+func TestDataDirOfAnotherCluster(t *testing.T) {
+	a := newNode(t, "a1")
+	pa := a.start(t)
+	b := newNode(t, "b1")
+	pb := b.start(t)
+	if err := pb.client(0).Set(context.Background(), "k", "b's", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pb.stop()
+
+	out := refuse(t, b.args("--join", pa.addr)...)
+	if !strings.Contains(out, "belongs to another cluster") {
+		t.Errorf("joining with another cluster's data dir:\n%s", out)
+	}
+	other := b
+	other.id = "c1"
+	out = refuse(t, other.args()...)
+	if !strings.Contains(out, `holds node "b1"'s state`) {
+		t.Errorf("starting node c1 on b1's data dir:\n%s", out)
+	}
+	// Neither attempt changed b's data or cluster a's membership.
+	pb = b.start(t)
+	if got, err := pb.client(0).Get(context.Background(), "k").Result(); got != "b's" || err != nil {
+		t.Errorf("b's data after the refused starts: %q, %v", got, err)
+	}
+	info, err := pa.client(0).Do(context.Background(), "RAFT", "INFO").Text()
+	if err != nil || !strings.Contains(info, "members:1\r\n") {
+		t.Errorf("cluster a after the refused join: %q, %v", info, err)
+	}
+}

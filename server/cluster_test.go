@@ -1,0 +1,609 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	osexec "os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/presenced/presenced/server/redisserver"
+)
+
+// These tests run three servers in one process, replicating over TCP on
+// loopback: the first bootstraps the cluster, the others join it through
+// its client port, as `presenced --join` does.
+
+// clusterLeaderWait is the LeaderWait of the test clusters: how long a
+// write or a linearizable read waits for a reachable leader.
+const clusterLeaderWait = time.Second
+
+// startCluster starts n servers that form one cluster and returns them
+// once every one of them applied the whole membership.
+func startCluster(t *testing.T, n int) []*Server {
+	t.Helper()
+	var srvs []*Server
+	for i := range n {
+		srvs = append(srvs, startServer(t, func(c *Config) {
+			c.Cluster.NodeID = "n" + strconv.Itoa(i+1)
+			// Slower than a standalone test server's: three nodes
+			// sharing a loaded machine must not lose their leader
+			// between two steps of a test.
+			c.Cluster.HeartbeatTimeout = 300 * time.Millisecond
+			c.Cluster.ElectionTimeout = 300 * time.Millisecond
+			c.Cluster.LeaderLeaseTimeout = 150 * time.Millisecond
+			c.Cluster.LeaderWait = clusterLeaderWait
+			c.Cluster.Bootstrap = i == 0
+			if i > 0 {
+				c.Cluster.Join = srvs[0].Addr()
+			}
+		}))
+	}
+	waitApplied(t, srvs)
+	return srvs
+}
+
+// waitApplied waits until every server applied every entry the leader had
+// applied when it was called.
+func waitApplied(t *testing.T, srvs []*Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l := clusterLeader(t, srvs)
+	if err := l.Node().Barrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	index, _ := l.Node().Digest()
+	for _, s := range srvs {
+		if err := s.Node().WaitApplied(ctx, index); err != nil {
+			t.Fatalf("%s did not apply index %d: %v", s.Node().Config().NodeID, index, err)
+		}
+	}
+}
+
+// clusterLeader returns the server that leads, waiting for one.
+func clusterLeader(t *testing.T, srvs []*Server) *Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		id, err := srvs[0].Node().WaitLeader(ctx)
+		if err != nil {
+			t.Fatal("no leader:", err)
+		}
+		for _, s := range srvs {
+			if s.Node().Config().NodeID == id && s.Node().IsLeader() {
+				return s
+			}
+		}
+		// The leader srvs[0] knows of stepped down; its successor is
+		// being elected.
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// clusterFollowers returns the servers other than the leader l.
+func clusterFollowers(srvs []*Server, l *Server) []*Server {
+	var out []*Server
+	for _, s := range srvs {
+		if s != l {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// followerScript is a session of writes, a transaction that switches
+// databases inside it, reads and errors; keys get a prefix so that the
+// same script can run twice on one cluster.
+func followerScript(prefix string) [][]string {
+	k := func(name string) string { return prefix + name }
+	return [][]string{
+		{"SET", k("s"), "hello"},
+		{"SETBIT", k("bits"), "7", "1"},
+		{"SETBIT", k("bits"), "100", "1"},
+		{"SETBIT", k("bits"), "7", "0"},
+		{"INCR", k("n")},
+		{"INCRBY", k("n"), "41"},
+		{"APPEND", k("s"), " world"},
+		{"MULTI"},
+		{"SET", k("m"), "db0"},
+		{"SELECT", "3"},
+		{"SET", k("m"), "db3"},
+		{"INCR", k("c")},
+		{"SETBIT", k("mb"), "9", "1"},
+		{"INCR", k("m")},
+		{"EXEC"},
+		{"GET", k("m")},
+		{"BITCOUNT", k("mb")},
+		{"SELECT", "0"},
+		{"GET", k("m")},
+		{"GET", k("s")},
+		{"GET", k("n")},
+		{"BITCOUNT", k("bits")},
+		{"GETBIT", k("bits"), "100"},
+		{"INCR", k("s")},
+		{"SETBIT", k("bits"), "-1", "1"},
+		{"SET", k("t"), "v", "EX", "100"},
+		{"TTL", k("t")},
+	}
+}
+
+// runScript runs script on a new connection to addr and returns every
+// reply.
+func runScript(t *testing.T, addr string, script [][]string) []string {
+	t.Helper()
+	c := dial(t, addr)
+	var out []string
+	for _, cmd := range script {
+		out = append(out, c.do(cmd...))
+	}
+	return out
+}
+
+// TestFollowerServesWrites checks that a client of a follower writes as
+// if the follower were the leader: same replies as the leader's (and
+// redis-server's) for the same session, and the data on every node.
+func TestFollowerServesWrites(t *testing.T) {
+	srvs := startCluster(t, 3)
+	l := clusterLeader(t, srvs)
+	f := clusterFollowers(srvs, l)[0]
+	onLeader := runScript(t, l.Addr(), followerScript("L:"))
+	onFollower := runScript(t, f.Addr(), followerScript("F:"))
+	for i, cmd := range followerScript("") {
+		if onFollower[i] != onLeader[i] {
+			t.Errorf("%v: follower replied %q, leader %q", cmd, onFollower[i], onLeader[i])
+		}
+	}
+	if ref := redisserver.StartIfInstalled(t, redisserver.Options{}); ref != nil {
+		onRedis := runScript(t, ref.Addr(), followerScript("F:"))
+		for i, cmd := range followerScript("") {
+			if onFollower[i] != onRedis[i] {
+				t.Errorf("%v: follower replied %q, redis-server %q", cmd, onFollower[i], onRedis[i])
+			}
+		}
+	}
+	// Every node reads what the follower wrote (reads are linearizable,
+	// so this needs no waiting).
+	check := [][]string{{"GET", "F:s"}, {"GET", "F:n"}, {"BITCOUNT", "F:bits"}, {"SELECT", "3"}, {"GET", "F:m"}, {"GET", "F:c"}, {"GETBIT", "F:mb", "9"}}
+	want := []string{bulk("hello world"), bulk("42"), ":1\r\n", "+OK\r\n", bulk("db3"), bulk("1"), ":1\r\n"}
+	for _, s := range srvs {
+		if got := runScript(t, s.Addr(), check); !slices.Equal(got, want) {
+			t.Errorf("%s reads %q, want %q", s.Node().Config().NodeID, got, want)
+		}
+	}
+}
+
+// TestFollowerGoRedis drives a follower and the leader with go-redis's
+// typed API, a transaction with SELECT inside included, and compares the
+// results.
+func TestFollowerGoRedis(t *testing.T) {
+	srvs := startCluster(t, 3)
+	l := clusterLeader(t, srvs)
+	f := clusterFollowers(srvs, l)[0]
+	ctx := context.Background()
+	session := func(srv *Server, prefix string) []string {
+		conn := newGoRedis(t, srv).Conn()
+		defer conn.Close()
+		var out []string
+		note := func(c redis.Cmder) { out = append(out, c.String()) }
+		note(conn.Set(ctx, prefix+"s", "v", time.Minute))
+		note(conn.SetBit(ctx, prefix+"b", 1000, 1))
+		note(conn.SetBit(ctx, prefix+"b", 1000, 1))
+		note(conn.Incr(ctx, prefix+"n"))
+		cmds, err := conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Incr(ctx, prefix+"n")
+			p.Select(ctx, 5)
+			p.SetBit(ctx, prefix+"b", 3, 1)
+			p.Set(ctx, prefix+"s", "db5", 0)
+			p.Incr(ctx, prefix+"s") // an error inside the transaction
+			return nil
+		})
+		if err == nil || !strings.Contains(err.Error(), "not an integer") {
+			t.Errorf("transaction error: %v", err)
+		}
+		for _, c := range cmds {
+			note(c)
+		}
+		note(conn.BitCount(ctx, prefix+"b", nil))
+		note(conn.Get(ctx, prefix+"s"))
+		note(conn.Select(ctx, 0))
+		note(conn.Get(ctx, prefix+"n"))
+		note(conn.BitCount(ctx, prefix+"b", nil))
+		return out
+	}
+	want := session(l, "L:")
+	got := session(f, "F:")
+	for i := range want {
+		if strings.ReplaceAll(got[i], "F:", "") != strings.ReplaceAll(want[i], "L:", "") {
+			t.Errorf("follower: %s; leader: %s", got[i], want[i])
+		}
+	}
+	for _, s := range srvs {
+		rdb := newGoRedis(t, s, func(o *redis.Options) { o.DB = 5 })
+		if v, err := rdb.Get(ctx, "F:s").Result(); v != "db5" || err != nil {
+			t.Errorf("%s: GET in db 5: %q, %v", s.Node().Config().NodeID, v, err)
+		}
+		if v, err := rdb.GetBit(ctx, "F:b", 3).Result(); v != 1 || err != nil {
+			t.Errorf("%s: GETBIT in db 5: %d, %v", s.Node().Config().NodeID, v, err)
+		}
+	}
+}
+
+// followerPyScript runs a redis-py session (writes, a transaction with
+// SELECT inside and an error, reads) on the server at the port given and
+// prints the results as JSON.
+const followerPyScript = `
+import json, sys, redis
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+k = sys.argv[2]
+out = []
+out.append(r.set(k + "s", "v"))
+out.append(r.setbit(k + "b", 77, 1))
+out.append(r.setbit(k + "b", 77, 1))
+out.append(r.incr(k + "n"))
+p = r.pipeline(transaction=True)
+p.incr(k + "n")
+p.execute_command("SELECT", 2)
+p.setbit(k + "b", 5, 1)
+p.set(k + "x", "db2")
+p.incr(k + "x")
+res = p.execute(raise_on_error=False)
+out.append([type(e).__name__ + ": " + str(e) if isinstance(e, Exception) else e for e in res])
+# The transaction's SELECT stays in force on the connection it ran on,
+# which r keeps: read through new clients.
+r0 = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+r2 = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]), db=2)
+out.append([r2.get(k + "x").decode(), r2.getbit(k + "b", 5), r0.bitcount(k + "b"), int(r0.get(k + "n"))])
+print(json.dumps(out))
+`
+
+// TestFollowerRedisPy runs the same redis-py session on the leader and on
+// a follower and compares their results.
+func TestFollowerRedisPy(t *testing.T) {
+	python := pythonWithRedis(t)
+	srvs := startCluster(t, 3)
+	l := clusterLeader(t, srvs)
+	f := clusterFollowers(srvs, l)[0]
+	run := func(srv *Server, prefix string) string {
+		_, port, _ := net.SplitHostPort(srv.Addr())
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := osexec.CommandContext(ctx, python, "-c", followerPyScript, port, prefix).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-py on %s: %v\n%s", srv.Node().Config().NodeID, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	onLeader, onFollower := run(l, "L:"), run(f, "F:")
+	if onFollower != onLeader {
+		t.Errorf("redis-py on a follower: %s\non the leader: %s", onFollower, onLeader)
+	}
+	var got []any
+	if err := json.Unmarshal([]byte(onFollower), &got); err != nil {
+		t.Fatalf("redis-py output %q: %v", onFollower, err)
+	}
+	want := `[true, 0, 1, 1, [2, true, 0, true, "ResponseError: value is not an integer or out of range"], ["db2", 1, 1, 2]]`
+	if onFollower != want {
+		t.Errorf("redis-py results: %s, want %s", onFollower, want)
+	}
+}
+
+// TestFollowerReadsAreLinearizable writes on the leader and reads at once
+// on a follower, many times: a follower that served its own state without
+// the read index would sometimes lag behind.
+func TestFollowerReadsAreLinearizable(t *testing.T) {
+	srvs := startCluster(t, 3)
+	l := clusterLeader(t, srvs)
+	w := dial(t, l.Addr())
+	for _, f := range clusterFollowers(srvs, l) {
+		r := dial(t, f.Addr())
+		for i := range 100 {
+			v := strconv.Itoa(i)
+			w.expect("+OK\r\n", "SET", "lin", v)
+			w.expect(":0\r\n", "SETBIT", "linbits", v, "1")
+			r.send(redisserver.AppendCommand(redisserver.AppendCommand(nil, "GET", "lin"), "BITCOUNT", "linbits"))
+			if got, want := r.replies(2), bulk(v)+":"+strconv.Itoa(i+1)+"\r\n"; got != want {
+				t.Fatalf("%s read %q right after the leader acknowledged %q", f.Node().Config().NodeID, got, want)
+			}
+		}
+		w.expect(":1\r\n", "DEL", "linbits")
+		// READONLY serves this node's own state; READWRITE goes back to
+		// linearizable reads.
+		r.expect("+OK\r\n", "READONLY")
+		r.expect(":0\r\n", "EXISTS", "nothing")
+		r.expect("+OK\r\n", "READWRITE")
+		r.expect(bulk("99"), "GET", "lin")
+	}
+}
+
+// roleOf returns a server's ROLE reply as go-redis decodes it.
+func roleOf(t *testing.T, s *Server) []any {
+	t.Helper()
+	role, err := newGoRedis(t, s).Do(context.Background(), "ROLE").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return role
+}
+
+// TestRoleAndInfoReplication checks ROLE and INFO replication on the
+// leader and on the followers: Redis's shapes, with raft addresses as the
+// hosts and ports, and applied indexes as offsets.
+func TestRoleAndInfoReplication(t *testing.T) {
+	srvs := startCluster(t, 3)
+	l := clusterLeader(t, srvs)
+	followers := clusterFollowers(srvs, l)
+	var followerAddrs []string
+	for _, f := range followers {
+		followerAddrs = append(followerAddrs, f.Node().RaftAddr())
+	}
+	slices.Sort(followerAddrs)
+
+	role := roleOf(t, l)
+	if len(role) != 3 || role[0] != "master" {
+		t.Fatalf("leader ROLE: %#v", role)
+	}
+	if off, ok := role[1].(int64); !ok || off <= 0 {
+		t.Errorf("leader ROLE offset: %#v", role[1])
+	}
+	replicas, _ := role[2].([]any)
+	var got []string
+	for _, r := range replicas {
+		r, _ := r.([]any)
+		if len(r) != 3 {
+			t.Fatalf("leader ROLE replica: %#v", r)
+		}
+		host, _ := r[0].(string)
+		port, _ := r[1].(string)
+		off, _ := r[2].(string)
+		if n, err := strconv.ParseUint(off, 10, 64); err != nil || n == 0 {
+			t.Errorf("replica offset %q", off)
+		}
+		got = append(got, net.JoinHostPort(host, port))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, followerAddrs) {
+		t.Errorf("leader ROLE lists %q, want the followers' raft addresses %q", got, followerAddrs)
+	}
+
+	lc := dial(t, l.Addr())
+	_, fields := infoFields(t, lc.do("INFO", "replication"))
+	if fields["role"] != "master" || fields["connected_slaves"] != "2" {
+		t.Errorf("leader INFO replication: %v", fields)
+	}
+	got = got[:0]
+	for _, key := range []string{"slave0", "slave1"} {
+		attrs := map[string]string{}
+		for _, kv := range strings.Split(fields[key], ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			attrs[k] = v
+		}
+		lag, err := strconv.Atoi(attrs["lag"])
+		if attrs["state"] != "online" || err != nil || lag < 0 || attrs["offset"] == "" || attrs["node_id"] == "" {
+			t.Errorf("leader INFO %s:%s", key, fields[key])
+		}
+		got = append(got, net.JoinHostPort(attrs["ip"], attrs["port"]))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, followerAddrs) {
+		t.Errorf("leader INFO lists slaves at %q, want %q", got, followerAddrs)
+	}
+	checkRaftIndexes(t, fields)
+
+	for _, f := range followers {
+		id := f.Node().Config().NodeID
+		role := roleOf(t, f)
+		if len(role) != 5 || role[0] != "slave" || role[3] != "connected" {
+			t.Fatalf("%s ROLE: %#v", id, role)
+		}
+		host, _ := role[1].(string)
+		port, _ := role[2].(int64)
+		if addr := net.JoinHostPort(host, strconv.FormatInt(port, 10)); addr != l.Node().RaftAddr() {
+			t.Errorf("%s ROLE names the master %s, want the leader's raft address %s", id, addr, l.Node().RaftAddr())
+		}
+		if off, ok := role[4].(int64); !ok || off <= 0 {
+			t.Errorf("%s ROLE offset: %#v", id, role[4])
+		}
+		_, fields := infoFields(t, dial(t, f.Addr()).do("INFO", "replication"))
+		if fields["role"] != "slave" || fields["master_link_status"] != "up" ||
+			net.JoinHostPort(fields["master_host"], fields["master_port"]) != l.Node().RaftAddr() ||
+			fields["master_node_id"] != l.Node().Config().NodeID {
+			t.Errorf("%s INFO replication: %v", id, fields)
+		}
+		checkRaftIndexes(t, fields)
+	}
+}
+
+// checkRaftIndexes checks the raft indexes of INFO replication.
+func checkRaftIndexes(t *testing.T, fields map[string]string) {
+	t.Helper()
+	for _, key := range []string{"raft_commit_index", "raft_applied_index", "master_repl_offset"} {
+		if n, err := strconv.ParseUint(fields[key], 10, 64); err != nil || n == 0 {
+			t.Errorf("INFO %s:%q", key, fields[key])
+		}
+	}
+}
+
+// raftMembers returns the members RAFT INFO lists.
+func raftMembers(t *testing.T, c *respConn) []string {
+	t.Helper()
+	_, fields := infoFields(t, c.do("RAFT", "INFO"))
+	n, err := strconv.Atoi(fields["members"])
+	if err != nil {
+		t.Fatalf("RAFT INFO members:%q", fields["members"])
+	}
+	var out []string
+	for i := range n {
+		out = append(out, fields["member"+strconv.Itoa(i)])
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestRaftMembership checks RAFT ADD and RAFT REMOVE: their refusals, and
+// a removal sent to a follower, which forwards it to the leader.
+func TestRaftMembership(t *testing.T) {
+	srvs := startCluster(t, 3)
+	l := clusterLeader(t, srvs)
+	followers := clusterFollowers(srvs, l)
+	a, b := followers[0], followers[1]
+	ac := dial(t, a.Addr())
+	bID, bAddr := b.Node().Config().NodeID, b.Node().RaftAddr()
+	var all []string
+	for _, s := range srvs {
+		all = append(all, fmt.Sprintf("id=%s,addr=%s,voter=1", s.Node().Config().NodeID, s.Node().RaftAddr()))
+	}
+	slices.Sort(all)
+	if got := raftMembers(t, ac); !slices.Equal(got, all) {
+		t.Fatalf("RAFT INFO members %q, want %q", got, all)
+	}
+
+	ac.expect("-ERR node "+bID+" is already a member, at "+bAddr+"\r\n", "RAFT", "ADD", bID, "127.0.0.1:1")
+	ac.expect("-ERR address "+bAddr+" is already node "+bID+"'s\r\n", "RAFT", "ADD", "n9", bAddr)
+	ac.expect("-ERR node n9 is not a member\r\n", "RAFT", "REMOVE", "n9")
+	if got := raftMembers(t, ac); !slices.Equal(got, all) {
+		t.Fatalf("refused changes changed the members: %q", got)
+	}
+
+	ac.expect("+OK\r\n", "RAFT", "REMOVE", bID)
+	want := slices.DeleteFunc(slices.Clone(all), func(m string) bool { return strings.HasPrefix(m, "id="+bID+",") })
+	if got := raftMembers(t, dial(t, l.Addr())); !slices.Equal(got, want) {
+		t.Errorf("leader's members after RAFT REMOVE %s: %q, want %q", bID, got, want)
+	}
+	// A linearizable read makes the follower apply everything the leader
+	// committed, the membership change included.
+	ac.expect("$-1\r\n", "GET", "x")
+	if got := raftMembers(t, ac); !slices.Equal(got, want) {
+		t.Errorf("%s's members after RAFT REMOVE %s: %q, want %q", a.Node().Config().NodeID, bID, got, want)
+	}
+	// The two remaining nodes still form a cluster.
+	ac.expect("+OK\r\n", "SET", "after", "remove")
+	dial(t, l.Addr()).expect(bulk("remove"), "GET", "after")
+}
+
+// TestRaftLastVoter checks that a one-node cluster refuses to remove its
+// only voter.
+func TestRaftLastVoter(t *testing.T) {
+	c := dial(t, startServer(t).Addr())
+	c.expect("-ERR node test is the last voter; a cluster cannot remove it\r\n", "RAFT", "REMOVE", "test")
+	c.expect("+OK\r\n", "SET", "still", "writable")
+}
+
+// TestRaftCommandErrors checks RAFT's arity and subcommand errors against
+// those of a container command of redis-server.
+func TestRaftCommandErrors(t *testing.T) {
+	c := dial(t, startServer(t).Addr())
+	cases := []struct {
+		raft, redis []string // a RAFT request and its Redis counterpart
+		want        string   // RAFT's reply
+	}{
+		{[]string{"RAFT"}, []string{"CONFIG"}, "-ERR wrong number of arguments for 'raft' command\r\n"},
+		{[]string{"RAFT", "FOO"}, []string{"CONFIG", "FOO"}, "-ERR unknown subcommand 'FOO'. Try RAFT HELP.\r\n"},
+		{[]string{"RAFT", "add", "x"}, []string{"CONFIG", "set", "x"}, "-ERR wrong number of arguments for 'raft|add' command\r\n"},
+		{[]string{"RAFT", "REMOVE"}, []string{"MEMORY", "USAGE"}, "-ERR wrong number of arguments for 'raft|remove' command\r\n"},
+		{[]string{"RAFT", "INFO", "x"}, []string{"MEMORY", "STATS", "x"}, "-ERR wrong number of arguments for 'raft|info' command\r\n"},
+		{[]string{"RAFT", "HELP", "x"}, []string{"MEMORY", "HELP", "x"}, "-ERR wrong number of arguments for 'raft|help' command\r\n"},
+	}
+	ref := redisserver.StartIfInstalled(t, redisserver.Options{})
+	var rc *respConn
+	if ref != nil {
+		rc = dial(t, ref.Addr())
+	}
+	names := strings.NewReplacer("CONFIG", "RAFT", "MEMORY", "RAFT", "'config'", "'raft'", "config|set", "raft|add",
+		"memory|usage", "raft|remove", "memory|stats", "raft|info", "memory|help", "raft|help")
+	for _, tc := range cases {
+		c.expect(tc.want, tc.raft...)
+		if rc != nil {
+			if got := names.Replace(rc.do(tc.redis...)); got != tc.want {
+				t.Errorf("redis-server's %v, renamed, is %q; RAFT's expected %q", tc.redis, got, tc.want)
+			}
+		}
+	}
+	help := c.do("RAFT", "HELP")
+	if !strings.HasPrefix(help, "*") || !strings.Contains(help, "+RAFT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n") ||
+		!strings.HasSuffix(help, "+HELP\r\n+    Print this help.\r\n") {
+		t.Errorf("RAFT HELP: %q", help)
+	}
+	if rc != nil {
+		first, _, _ := strings.Cut(strings.SplitN(rc.do("CONFIG", "HELP"), "\r\n", 2)[1], "\r\n")
+		if want := strings.Replace(first, "CONFIG", "RAFT", 1); !strings.Contains(help, want+"\r\n") {
+			t.Errorf("RAFT HELP does not start as Redis's help does (%q): %q", want, help)
+		}
+	}
+}
+
+// TestNoLeader stops two of three servers: on the survivor, writes and
+// linearizable reads fail with CLUSTERDOWN within LeaderWait (plus a
+// margin), never hanging, while a READONLY connection still reads. The
+// survivor wrote and read through the leader before, so it holds an idle
+// connection to it, closed by the leader as it stopped: the first request
+// after the stop meets it, a read in one case, a write in the other.
+func TestNoLeader(t *testing.T) {
+	read, write := []string{"GET", "k"}, []string{"SET", "k", "lost"}
+	for name, order := range map[string][][]string{
+		"read first":  {read, write, {"SETBIT", "b", "1", "1"}},
+		"write first": {write, read, {"SETBIT", "b", "1", "1"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srvs := startCluster(t, 3)
+			l := clusterLeader(t, srvs)
+			survivor := clusterFollowers(srvs, l)[0]
+			c, ro := dial(t, survivor.Addr()), dial(t, survivor.Addr())
+			c.expect("+OK\r\n", "SET", "k", "v")
+			c.expect(bulk("v"), "GET", "k")
+			ro.expect("+OK\r\n", "READONLY")
+			for _, s := range srvs {
+				if s != survivor {
+					if err := s.Close(); err != nil {
+						t.Fatalf("closing %s: %v", s.Node().Config().NodeID, err)
+					}
+				}
+			}
+			bound := clusterLeaderWait + time.Second
+			for _, args := range order {
+				begin := time.Now()
+				got := c.do(args...)
+				if took := time.Since(begin); took > bound {
+					t.Errorf("%v took %v without a leader, more than %v", args, took, bound)
+				}
+				if !strings.HasPrefix(got, "-CLUSTERDOWN ") {
+					t.Errorf("%v without a leader: %q, want a CLUSTERDOWN error", args, got)
+				}
+			}
+			ro.expect(bulk("v"), "GET", "k")
+			ro.expect(":0\r\n", "EXISTS", "b")
+		})
+	}
+}
+
+// TestJoinNotPresenced checks that a server told to join through a
+// redis-server refuses to start, saying why.
+func TestJoinNotPresenced(t *testing.T) {
+	ref := redisserver.StartForTest(t, redisserver.Options{})
+	cfg := DefaultConfig()
+	cfg.Port = 0
+	cfg.Dir = t.TempDir()
+	cfg.Cluster = testClusterConfig(cfg.Dir)
+	cfg.Cluster.Bootstrap = false
+	cfg.Cluster.Join = ref.Addr()
+	srv, err := New(cfg)
+	if err == nil {
+		srv.Close()
+		t.Fatal("a server joined a redis-server")
+	}
+	if !strings.Contains(err.Error(), ref.Addr()+" is not a presenced node") {
+		t.Errorf("error: %v", err)
+	}
+}
