@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/presenced/presenced/server/redisserver"
 )
@@ -29,6 +31,17 @@ var wantRows = map[string][]string{
 	"BITCOUNT of a whole key": {"BITCOUNT, 20k ids in 1M", "BITCOUNT, 500k ids in 1M"},
 	"Memory for the data": {"20k random ids in a 1M-id space", "500k random ids in a 1M-id space",
 		"50k random ids in a 40M-id space"},
+	"Persistence modes, one node": {"SETBIT, pipeline 64, appendonly no", "SETBIT, pipeline 1, appendonly no",
+		"SETBIT, pipeline 64, appendfsync always", "SETBIT, pipeline 1, appendfsync always",
+		"SETBIT, pipeline 64, appendfsync everysec", "SETBIT, pipeline 1, appendfsync everysec"},
+	"3-node cluster": {"SETBIT, pipeline 64, 3 nodes, clients on the leader", "SETBIT, pipeline 1, 3 nodes, clients on the leader",
+		"SETBIT, pipeline 64, 3 nodes, clients on every node", "SETBIT, pipeline 1, 3 nodes, clients on every node"},
+	"Failover": {"SIGKILL of the leader until the first write succeeds",
+		"SIGKILL of the leader until every connection to a surviving node has written"},
+	"Restart of a node holding 500k ids in 1M": {"restart after SIGTERM, until the data is served",
+		"restart after SIGKILL, until the data is served"},
+	"Write latency while the log is compacted, 500k ids in 1M": {"SETBIT, pipeline 1, during RAFT SNAPSHOT",
+		"SETBIT, pipeline 1, during BGREWRITEAOF"},
 }
 
 // TestQuickRun runs the whole benchmark in quick mode against real
@@ -71,6 +84,14 @@ func TestQuickRun(t *testing.T) {
 			checkRow(t, o.cfg, g, r)
 			checkRendered(t, text, g, r)
 		}
+		for _, r := range g.Times {
+			names = append(names, r.Workload)
+			checkTimes(t, o.cfg, r)
+		}
+		for _, r := range g.Pauses {
+			names = append(names, r.Workload)
+			checkPause(t, r)
+		}
 		if want := wantRows[g.Title]; fmt.Sprint(names) != fmt.Sprint(want) {
 			t.Errorf("group %q has rows %q, want %q", g.Title, names, want)
 		}
@@ -104,6 +125,34 @@ func checkRow(t *testing.T, cfg Config, g Group, r Row) {
 	// Redis's string for the sparse data set spans the whole id space.
 	if r.Workload == wantRows["Memory for the data"][2] && r.Redis.Value < float64(cfg.WideSpace/8)*0.9 {
 		t.Errorf("%s: redis grew by %v bytes, less than its %d-byte string", r.Workload, r.Redis.Value, cfg.WideSpace/8)
+	}
+}
+
+// checkTimes checks that a timed row has a positive time per trial, and
+// redis-server's when it has them.
+func checkTimes(t *testing.T, cfg Config, r TimeRow) {
+	t.Helper()
+	trials := cfg.RestartTrials
+	if r.Limit > 0 {
+		trials = cfg.FailoverTrials
+	}
+	if len(r.Presenced) != trials || (len(r.Redis) != 0 && len(r.Redis) != trials) {
+		t.Errorf("%s: %d presenced and %d redis trials, want %d", r.Workload, len(r.Presenced), len(r.Redis), trials)
+	}
+	for _, d := range append(slices.Clone(r.Presenced), r.Redis...) {
+		if d <= 0 || d > time.Minute {
+			t.Errorf("%s: a trial took %v", r.Workload, d)
+		}
+	}
+}
+
+// checkPause checks that a compaction took time and that round trips
+// overlapping it were measured.
+func checkPause(t *testing.T, r PauseRow) {
+	t.Helper()
+	if r.Took <= 0 || r.During.P50 <= 0 || r.During.P99 < r.During.P50 || r.Max < r.During.P99 ||
+		r.Outside.Value <= 0 || r.Outside.P50 <= 0 {
+		t.Errorf("%s on %s: implausible %+v", r.Workload, r.Server, r)
 	}
 }
 

@@ -3,11 +3,42 @@ package main
 import (
 	"fmt"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
 
-// loadSpec is one run of the load generator against one server.
+// A target is where a run sends its load: one server, or several nodes
+// of a cluster.
+type target struct {
+	addrs []string // connection i goes to addrs[i%len(addrs)]
+	pids  []int    // the processes whose CPU time the run counts
+}
+
+// targetOf is the target made of srvs.
+func targetOf(srvs ...server) target {
+	var t target
+	for _, s := range srvs {
+		t.addrs = append(t.addrs, s.Addr())
+		t.pids = append(t.pids, s.Pid())
+	}
+	return t
+}
+
+// cpu returns the CPU time the target's processes have used.
+func (t target) cpu() (time.Duration, error) {
+	var sum time.Duration
+	for _, pid := range t.pids {
+		c, err := processCPU(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += c
+	}
+	return sum, nil
+}
+
+// loadSpec is one run of the load generator against one target.
 type loadSpec struct {
 	tmpl     template
 	pipeline int // commands per round trip
@@ -19,6 +50,11 @@ type loadSpec struct {
 	// count commands, split evenly over the connections).
 	duration time.Duration
 	count    uint64
+	// marker, when not nil, marks a window of interest (a snapshot being
+	// taken): it is odd while the window is open and grows by one when
+	// the window opens or closes. Round trips that overlap the window are
+	// recorded in loadResult.marked, not in rtt.
+	marker *atomic.Uint64
 }
 
 // loadResult is what one run measured.
@@ -26,6 +62,7 @@ type loadResult struct {
 	ops     uint64
 	elapsed time.Duration // from the start to the last reply
 	rtt     histogram     // pipeline round-trip times
+	marked  histogram     // those that overlapped loadSpec.marker's window
 	genCPU  time.Duration // CPU time of this process during the run
 	srvCPU  time.Duration // CPU time of the server during the run
 }
@@ -50,6 +87,8 @@ type worker struct {
 	limit    uint64 // commands to send; 0 means until the deadline
 	sent     uint64
 	rtt      histogram
+	marker   *atomic.Uint64 // see loadSpec.marker
+	marked   histogram
 	end      time.Time // when the last reply arrived
 	err      error
 }
@@ -72,6 +111,10 @@ func (w *worker) run(start <-chan struct{}, deadline time.Time) {
 			buf = w.tmpl.append(buf, id)
 		}
 		w.wbuf = buf
+		var mark uint64
+		if w.marker != nil {
+			mark = w.marker.Load()
+		}
 		t0 := time.Now()
 		if _, err := w.conn.Write(buf); err != nil {
 			w.err = err
@@ -84,7 +127,11 @@ func (w *worker) run(start <-chan struct{}, deadline time.Time) {
 			}
 		}
 		w.end = time.Now()
-		w.rtt.record(w.end.Sub(t0))
+		h := &w.rtt
+		if w.marker != nil && (mark%2 == 1 || w.marker.Load() != mark) {
+			h = &w.marked
+		}
+		h.record(w.end.Sub(t0))
 		w.sent += n
 		if !deadline.IsZero() && w.end.After(deadline) {
 			return
@@ -92,9 +139,8 @@ func (w *worker) run(start <-chan struct{}, deadline time.Time) {
 	}
 }
 
-// drive runs spec against the server at addr (process pid) and merges the
-// connections' results.
-func drive(addr string, pid int, spec loadSpec) (*loadResult, error) {
+// drive runs spec against t and merges the connections' results.
+func drive(t target, spec loadSpec) (*loadResult, error) {
 	workers := make([]*worker, spec.conns)
 	defer func() {
 		for _, w := range workers {
@@ -106,14 +152,14 @@ func drive(addr string, pid int, spec loadSpec) (*loadResult, error) {
 	// The connection deadline only guards against a hung server.
 	guard := time.Now().Add(spec.duration + time.Hour)
 	for i := range workers {
-		conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		conn, err := net.DialTimeout("tcp", t.addrs[i%len(t.addrs)], 10*time.Second)
 		if err != nil {
 			return nil, err
 		}
 		_ = conn.SetDeadline(guard)
 		w := &worker{
 			conn: conn, rd: newRespReader(conn, 64<<10), tmpl: &spec.tmpl,
-			pipeline: spec.pipeline, wbuf: make([]byte, 0, spec.pipeline*64),
+			pipeline: spec.pipeline, wbuf: make([]byte, 0, spec.pipeline*64), marker: spec.marker,
 		}
 		if spec.ids != nil {
 			w.ids = spec.ids(i)
@@ -129,7 +175,7 @@ func drive(addr string, pid int, spec loadSpec) (*loadResult, error) {
 		}
 		workers[i] = w
 	}
-	srvBefore, err := processCPU(pid)
+	srvBefore, err := t.cpu()
 	if err != nil {
 		return nil, err
 	}
@@ -156,21 +202,22 @@ func drive(addr string, pid int, spec loadSpec) (*loadResult, error) {
 		<-done
 	}
 	res := &loadResult{genCPU: selfCPU() - genBefore}
-	srvAfter, err := processCPU(pid)
+	srvAfter, err := t.cpu()
 	if err != nil {
 		return nil, err
 	}
 	res.srvCPU = srvAfter - srvBefore
 	var last time.Time
-	for _, w := range workers {
+	for i, w := range workers {
 		if w == nil {
 			continue
 		}
 		if w.err != nil {
-			return nil, fmt.Errorf("connection to %s: %w", addr, w.err)
+			return nil, fmt.Errorf("connection to %s: %w", t.addrs[i%len(t.addrs)], w.err)
 		}
 		res.ops += w.sent
 		res.rtt.merge(&w.rtt)
+		res.marked.merge(&w.marked)
 		if w.end.After(last) {
 			last = w.end
 		}

@@ -46,7 +46,30 @@ func newFlagSet(o *options, output io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.LoadConns, "load-conns", c.LoadConns, "connections that load a data set")
 	fs.IntVar(&c.LoadPipeline, "load-pipeline", c.LoadPipeline, "pipeline depth of loading")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the random ids")
+	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "nodes of the presenced cluster")
+	fs.IntVar(&c.FailoverConns, "failover-conns", c.FailoverConns, "connections writing while the leader is killed")
+	fs.IntVar(&c.FailoverTrials, "failover-trials", c.FailoverTrials, "times the leader is killed")
+	fs.IntVar(&c.RestartTrials, "restart-trials", c.RestartTrials, "restarts per server and kind of stop")
+	fs.Func("only", "comma-separated row groups to run: "+strings.Join(allGroups, ", ")+", or replication (modes, cluster, failover, restart)", func(v string) error {
+		c.Groups = parseGroups(v)
+		return nil
+	})
 	return fs
+}
+
+// parseGroups splits a comma-separated list of group names, expanding
+// aliases; Config.Validate rejects unknown names.
+func parseGroups(v string) []string {
+	var groups []string
+	for _, g := range strings.Split(v, ",") {
+		g = strings.TrimSpace(g)
+		if expanded, ok := groupAliases[g]; ok {
+			groups = append(groups, expanded...)
+		} else if g != "" {
+			groups = append(groups, g)
+		}
+	}
+	return groups
 }
 
 // parseOptions parses args. With -quick, the quick defaults replace the

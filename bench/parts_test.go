@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -306,10 +307,61 @@ func TestParseOptions(t *testing.T) {
 	if err != nil || !o.quick || !reflect.DeepEqual(o.cfg, want) {
 		t.Fatalf("-quick with overrides: %+v, %v", o.cfg, err)
 	}
-	for _, bad := range [][]string{{"-small-ids", "200000000"}, {"-wide-space", "5000000000"}, {"-reps", "0"}, {"-nope"}} {
+	o, err = parseOptions([]string{"-only", "heartbeats, replication"}, io.Discard)
+	if want := []string{"heartbeats", "modes", "cluster", "failover", "restart"}; err != nil || !reflect.DeepEqual(o.cfg.Groups, want) {
+		t.Fatalf("-only: groups %q, %v; want %q", o.cfg.Groups, err, want)
+	}
+	for _, bad := range [][]string{{"-small-ids", "200000000"}, {"-wide-space", "5000000000"}, {"-reps", "0"}, {"-nope"},
+		{"-only", "heartbeats,nope"}, {"-only", ""}, {"-nodes", "2"}} {
 		if _, err := parseOptions(bad, io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+func TestFailoverLoadWaitsForEverySurvivor(t *testing.T) {
+	kill := time.Unix(100, 0)
+	l := &failoverLoad{quit: make(chan struct{})}
+	for _, addr := range []string{"a", "dead", "b", "a"} {
+		l.conns = append(l.conns, &failoverConn{addr: addr})
+	}
+	l.conns[0].healed.Store(kill.Add(300 * time.Millisecond).UnixNano())
+	l.conns[2].healed.Store(kill.Add(100 * time.Millisecond).UnixNano())
+	if _, _, err := l.waitRecovered("dead", 5*time.Millisecond); err == nil {
+		t.Fatal("recovered with a survivor's connection that never wrote")
+	}
+	l.conns[3].healed.Store(kill.Add(700 * time.Millisecond).UnixNano())
+	first, every, err := l.waitRecovered("dead", time.Second)
+	if err != nil || first.Sub(kill) != 100*time.Millisecond || every.Sub(kill) != 700*time.Millisecond {
+		t.Fatalf("first %v, every %v after the kill, %v; want 100ms, 700ms", first.Sub(kill), every.Sub(kill), err)
+	}
+	l.conns[1].errs.Store(3)
+	l.conns[3].errs.Store(2)
+	if l.failed() != 5 {
+		t.Errorf("failed() = %d, want 5", l.failed())
+	}
+}
+
+func TestMarkerSplitsRoundTrips(t *testing.T) {
+	srv := redisserver.StartForTest(t, redisserver.Options{})
+	var marker atomic.Uint64
+	marker.Add(1) // the window is open for the whole run
+	res, err := drive(targetOf(srv), loadSpec{tmpl: setbitTemplate, pipeline: 1, conns: 2, count: 50, marker: &marker,
+		ids: func(c int) idSource { return newRandomIDs(1, uint64(c), 1000) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.marked.n != 50 || res.rtt.n != 0 {
+		t.Errorf("open window: %d marked, %d outside; want 50, 0", res.marked.n, res.rtt.n)
+	}
+	marker.Add(1)
+	res, err = drive(targetOf(srv), loadSpec{tmpl: setbitTemplate, pipeline: 1, conns: 2, count: 50, marker: &marker,
+		ids: func(c int) idSource { return newRandomIDs(1, uint64(c), 1000) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.marked.n != 0 || res.rtt.n != 50 {
+		t.Errorf("closed window: %d marked, %d outside; want 0, 50", res.marked.n, res.rtt.n)
 	}
 }
 
@@ -348,6 +400,12 @@ func TestMarkdownRendersGroupsAndNotes(t *testing.T) {
 				Redis:     Measurement{Value: 1e6, P50: 900 * time.Microsecond, P99: 2 * time.Second}}}},
 			{Title: "M", Rows: []Row{{Workload: "m", Target: targetMemSmall,
 				Presenced: Measurement{Value: 3 << 20}, Redis: Measurement{Value: 12 << 20}}}},
+			{Title: "F", Times: []TimeRow{
+				{Workload: "f", Limit: 2 * time.Second, Presenced: []time.Duration{3 * time.Second, time.Second, 1500 * time.Millisecond}},
+				{Workload: "r", Presenced: []time.Duration{4 * time.Second}, Redis: []time.Duration{20 * time.Millisecond}}}},
+			{Title: "P", Pauses: []PauseRow{{Workload: "p", Server: "presenced", Took: 30 * time.Millisecond,
+				Outside: Measurement{Value: 5000, P50: time.Millisecond, P99: 2 * time.Millisecond},
+				During:  Measurement{P50: 3 * time.Millisecond, P99: 25 * time.Millisecond}, Max: 40 * time.Millisecond}}},
 		},
 		Notes: []string{"a note"},
 	}
@@ -357,6 +415,9 @@ func TestMarkdownRendersGroupsAndNotes(t *testing.T) {
 		"| w | 2.00M | 1.00M | 2.00× | ≥ 1.0× | yes | 1.00ms | 2.50ms | 900µs | 2.00s |",
 		"| m | 3.0 MiB | 12.0 MiB | 0.250× | ≤ 0.5× | yes |",
 		"| w | 1.00 | 0.50 | 0.00 | 0.00 |",
+		"| f | 1.50s | 1.00s | 3.00s | 3 | ≤ 2.00s | yes | – |",
+		"| r | 4.00s | 4.00s | 4.00s | 1 | – | – | 20.00ms |",
+		"| p | presenced | 5000 | 1.00ms | 2.00ms | 3.00ms | 25.00ms | 40.00ms | 30.00ms |",
 		"- a note",
 	} {
 		if !strings.Contains(md, want) {

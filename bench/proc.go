@@ -18,15 +18,51 @@ type server interface {
 	Close() error
 }
 
-// startRedis starts redis-server (from PATH) with persistence off.
-func startRedis() (server, error) {
-	return asServer(redisserver.Start(redisserver.Options{}))
+// startRedis starts redis-server (from PATH) with persistence off unless
+// args say otherwise.
+func startRedis(args ...string) (server, error) {
+	return asServer(redisserver.Start(redisserver.Options{Args: args}))
 }
 
 // startPresenced starts the presenced binary at path on a free loopback
-// port with a fresh data directory, and returns once it answers PING.
-func startPresenced(path string) (server, error) {
-	return asServer(redisserver.StartBinary(path, redisserver.Options{}))
+// port, with its raft listener on another, a fresh data directory and
+// args, and returns once it answers PING.
+func startPresenced(path string, args ...string) (server, error) {
+	raftPort, err := freeLoopbackPort()
+	if err != nil {
+		return nil, err
+	}
+	args = append([]string{"--raft-addr", "127.0.0.1:" + strconv.Itoa(raftPort)}, args...)
+	srv, err := asServer(redisserver.StartBinary(path, redisserver.Options{Args: args}))
+	if err != nil {
+		return nil, err
+	}
+	if err := waitLeader(srv.Addr()); err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return srv, nil
+}
+
+// waitLeader waits until the presenced node at addr says it leads: a
+// node answers PING before it has elected itself, and writes wait for
+// the election, which would count against the first run.
+func waitLeader(addr string) error {
+	deadline := time.Now().Add(startTimeout)
+	for {
+		c, err := dial(addr, time.Second)
+		if err == nil {
+			f, err := raftInfo(c)
+			c.close()
+			if err == nil && f["state"] == "leader" {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: %s did not become the leader within %v", addr, startTimeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // asServer returns p as a server, and a nil server, not a nil *Process,

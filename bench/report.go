@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,12 +63,44 @@ func (r Row) Ratio() float64 {
 	return r.Presenced.Value / r.Redis.Value
 }
 
-// Group is one table of the report.
+// TimeRow is a duration measured in several trials (a failover, a
+// restart), with redis-server's for reference where it has one.
+type TimeRow struct {
+	Workload  string
+	Presenced []time.Duration
+	Redis     []time.Duration // empty when redis-server has no counterpart
+	// Limit is the target: presenced's median is at most Limit; zero
+	// means there is none.
+	Limit time.Duration
+}
+
+// Met reports whether presenced's median meets the limit.
+func (r TimeRow) Met() bool {
+	return len(r.Presenced) > 0 && medianDuration(r.Presenced) <= r.Limit
+}
+
+// PauseRow is write latency while a server compacts its log: medians
+// over trials of round trips that overlapped the compaction and of those
+// that did not.
+type PauseRow struct {
+	Workload string
+	Server   string
+	// Outside and During hold the p50 and p99 of round trips that did not
+	// and that did overlap the compaction; Outside.Value is the run's
+	// ops/s.
+	Outside, During Measurement
+	Max             time.Duration // the longest round trip overlapping it
+	Took            time.Duration // how long the compaction took
+}
+
+// Group is one table of the report: Rows, Times or Pauses.
 type Group struct {
 	Title      string
 	Note       string // a sentence under the title
 	Throughput bool   // rows are ops/s with latencies; otherwise bytes
 	Rows       []Row
+	Times      []TimeRow
+	Pauses     []PauseRow
 }
 
 // Machine describes where the benchmark ran.
@@ -126,6 +159,14 @@ func (rep *Report) Markdown() []byte {
 }
 
 func (g *Group) writeTable(b *bytes.Buffer) {
+	switch {
+	case len(g.Times) > 0:
+		g.writeTimes(b)
+		return
+	case len(g.Pauses) > 0:
+		g.writePauses(b)
+		return
+	}
 	if g.Throughput {
 		b.WriteString("| workload | presenced ops/s | redis ops/s | ratio | target | met | presenced p50 | presenced p99 | redis p50 | redis p99 |\n")
 		b.WriteString("|---|--:|--:|--:|---|---|--:|--:|--:|--:|\n")
@@ -151,6 +192,45 @@ func (g *Group) writeTable(b *bytes.Buffer) {
 		}
 		b.WriteByte('\n')
 	}
+}
+
+func (g *Group) writeTimes(b *bytes.Buffer) {
+	b.WriteString("| workload | presenced median | presenced min | presenced max | trials | target | met | redis median (reference) |\n")
+	b.WriteString("|---|--:|--:|--:|--:|---|---|--:|\n")
+	for _, r := range g.Times {
+		target, met, redis := "–", "–", "–"
+		if r.Limit > 0 {
+			target, met = "≤ "+formatDuration(r.Limit), "no"
+			if r.Met() {
+				met = "yes"
+			}
+		}
+		if len(r.Redis) > 0 {
+			redis = formatDuration(medianDuration(r.Redis))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %s | %s | %s |\n", r.Workload,
+			formatDuration(medianDuration(r.Presenced)), formatDuration(slices.Min(r.Presenced)),
+			formatDuration(slices.Max(r.Presenced)), len(r.Presenced), target, met, redis)
+	}
+}
+
+func (g *Group) writePauses(b *bytes.Buffer) {
+	b.WriteString("| workload | server | ops/s | p50 outside | p99 outside | p50 during | p99 during | max during | compaction took |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, r := range g.Pauses {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Workload, r.Server,
+			formatOps(r.Outside.Value), formatDuration(r.Outside.P50), formatDuration(r.Outside.P99),
+			formatDuration(r.During.P50), formatDuration(r.During.P99), formatDuration(r.Max), formatDuration(r.Took))
+	}
+}
+
+// medianDuration returns the median of d.
+func medianDuration(d []time.Duration) time.Duration {
+	v := make([]float64, len(d))
+	for i, x := range d {
+		v[i] = float64(x)
+	}
+	return time.Duration(median(v))
 }
 
 // cpuTable renders the CPU use of every throughput row, or "" when there

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -38,6 +39,18 @@ type Config struct {
 	SettleInterval, SettleTimeout time.Duration
 	// Seed makes the ids of a run reproducible.
 	Seed uint64
+	// Groups are the row groups to run (see allGroups).
+	Groups []string
+	// Nodes is the size of the presenced cluster of the cluster and
+	// failover groups.
+	Nodes int
+	// FailoverConns is the number of connections writing (SETBIT,
+	// pipeline 1) while the leader is killed; FailoverTrials is how many
+	// times it is killed.
+	FailoverConns, FailoverTrials int
+	// RestartTrials is how many times a node holding LargeIDs ids is
+	// restarted after each kind of stop.
+	RestartTrials int
 }
 
 // DefaultConfig is the full benchmark of the issue.
@@ -49,7 +62,9 @@ func DefaultConfig() Config {
 		SmallIDs: 2_000_000, LargeIDs: 50_000_000, WideIDs: 5_000_000,
 		LoadConns: 4, LoadPipeline: 1000,
 		SettleInterval: 100 * time.Millisecond, SettleTimeout: 10 * time.Second,
-		Seed: 1,
+		Seed:   1,
+		Groups: allGroups,
+		Nodes:  3, FailoverConns: 10, FailoverTrials: 5, RestartTrials: 3,
 	}
 }
 
@@ -61,6 +76,7 @@ func QuickConfig() Config {
 	c.Space, c.WideSpace = 1_000_000, 40_000_000
 	c.SmallIDs, c.LargeIDs, c.WideIDs = 20_000, 500_000, 50_000
 	c.SettleInterval, c.SettleTimeout = 20*time.Millisecond, 2*time.Second
+	c.FailoverTrials, c.RestartTrials = 2, 1
 	return c
 }
 
@@ -79,6 +95,15 @@ func (c Config) Validate() error {
 		return errors.New("bench: load connections and pipeline must be positive")
 	case c.SettleInterval <= 0 || c.SettleTimeout < c.SettleInterval:
 		return errors.New("bench: the settle timeout must be at least one interval")
+	case c.Nodes < 3 || c.FailoverConns < c.Nodes || c.FailoverTrials < 1 || c.RestartTrials < 1:
+		return errors.New("bench: a cluster needs at least 3 nodes, a connection to each during failover, and a trial of each kind")
+	case len(c.Groups) == 0:
+		return errors.New("bench: no row group selected")
+	}
+	for _, g := range c.Groups {
+		if !slices.Contains(allGroups, g) {
+			return fmt.Errorf("bench: unknown row group %q (groups: %s)", g, strings.Join(allGroups, ", "))
+		}
 	}
 	return nil
 }
@@ -104,13 +129,21 @@ type pair [2]server
 // serverNames names the members of a pair, for messages.
 var serverNames = [2]string{"presenced", "redis-server"}
 
+// startPair starts presenced in its default persistence mode and
+// redis-server with persistence off.
 func startPair(cfg Config) (pair, error) {
+	return startPairIn(cfg, mode{})
+}
+
+// startPairIn starts presenced and redis-server with m's arguments, each
+// in a fresh data directory.
+func startPairIn(cfg Config, m mode) (pair, error) {
 	var p pair
 	var err error
-	if p[0], err = startPresenced(cfg.Presenced); err != nil {
+	if p[0], err = startPresenced(cfg.Presenced, m.presenced...); err != nil {
 		return p, err
 	}
-	if p[1], err = startRedis(); err != nil {
+	if p[1], err = startRedis(m.redis...); err != nil {
 		p[0].Close()
 		return p, err
 	}
@@ -121,6 +154,11 @@ func (p pair) close() {
 	for _, s := range p {
 		s.Close()
 	}
+}
+
+// targets returns the members of p as load targets.
+func (p pair) targets() [2]target {
+	return [2]target{targetOf(p[0]), targetOf(p[1])}
 }
 
 // workload is a throughput workload.
@@ -156,13 +194,36 @@ func runSuite(cfg Config, command string, logf func(format string, args ...any))
 	s := &suite{cfg: cfg, logf: logf, rep: &Report{
 		Date:    time.Now(),
 		Command: command,
-		Machine: Machine{CPU: cpuModel(), Cores: runtime.NumCPU(), GoVersion: runtime.Version(), LoadStart: loadAverage()},
+		Machine: Machine{CPU: cpuModel(), Cores: runtime.NumCPU(), GoVersion: runtime.Version(), RedisVersion: redisVersion(), LoadStart: loadAverage()},
 		Settings: fmt.Sprintf("%d connections, pipeline round trips timed; %v per run; median of %d runs per server, alternating which server goes first; heartbeat ids uniform in [0, %s); data sets loaded with distinct random ids in random order (SETBIT, %d connections, pipeline %d)",
 			cfg.Conns, cfg.Duration, cfg.Reps, count(cfg.Space), cfg.LoadConns, cfg.LoadPipeline),
 	}}
-	if err := s.heartbeats(); err != nil {
-		return nil, err
+	for _, g := range allGroups {
+		if !slices.Contains(cfg.Groups, g) {
+			continue
+		}
+		if err := groupRunners[g](s); err != nil {
+			return nil, err
+		}
 	}
+	s.rep.Machine.LoadEnd = loadAverage()
+	s.noteBusyMachine()
+	return s.rep, nil
+}
+
+// groupRunners run each row group and add it to the report.
+var groupRunners = map[string]func(*suite) error{
+	groupHeartbeats: (*suite).heartbeats,
+	groupData:       (*suite).datasets,
+	groupModes:      (*suite).modes,
+	groupCluster:    (*suite).cluster,
+	groupFailover:   (*suite).failover,
+	groupRestart:    (*suite).restart,
+}
+
+// datasets measures the memory of each data set and BITCOUNT on some.
+func (s *suite) datasets() error {
+	cfg := s.cfg
 	mem := Group{Title: "Memory for the data", Note: "RSS (VmRSS) after loading the key minus RSS of the same server empty (after it served a short warm-up load on a scratch key, since deleted), both read after MEMORY PURGE once RSS is stable; a fresh pair of servers per row."}
 	bc := Group{Title: "BITCOUNT of a whole key", Throughput: true, Note: fmt.Sprintf("`BITCOUNT %s` with no range, pipeline 1 (Redis's scan of the whole string makes deeper pipelines time out).", datasetKey)}
 	for _, ds := range []dataset{
@@ -172,7 +233,7 @@ func runSuite(cfg Config, command string, logf func(format string, args ...any))
 	} {
 		memRow, bcRow, err := s.dataset(ds)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		mem.Rows = append(mem.Rows, memRow)
 		if bcRow != nil {
@@ -180,9 +241,7 @@ func runSuite(cfg Config, command string, logf func(format string, args ...any))
 		}
 	}
 	s.rep.Groups = append(s.rep.Groups, bc, mem)
-	s.rep.Machine.LoadEnd = loadAverage()
-	s.noteBusyMachine()
-	return s.rep, nil
+	return nil
 }
 
 // heartbeats measures SETBIT and GETBIT on one pair of servers.
@@ -192,18 +251,14 @@ func (s *suite) heartbeats() error {
 		return err
 	}
 	defer p.close()
-	if err := s.redisVersion(p[1]); err != nil {
-		return err
-	}
-	setbit := newTemplate([]string{"SETBIT", heartbeatKey}, true, "1")
 	getbit := newTemplate([]string{"GETBIT", heartbeatKey}, true)
 	g := Group{Title: "Heartbeats", Throughput: true, Note: fmt.Sprintf("`SETBIT %s <random id> 1` and `GETBIT %s <random id>`; GETBIT runs on the key the SETBIT runs filled.", heartbeatKey, heartbeatKey)}
 	for _, w := range []workload{
-		{name: "SETBIT heartbeat, pipeline 64", tmpl: setbit, pipeline: 64, random: true, target: targetHeartbeat},
-		{name: "SETBIT heartbeat, pipeline 1", tmpl: setbit, pipeline: 1, random: true, target: targetHeartbeat},
+		setbitWorkload("SETBIT heartbeat, pipeline 64", 64, targetHeartbeat),
+		setbitWorkload("SETBIT heartbeat, pipeline 1", 1, targetHeartbeat),
 		{name: "GETBIT, pipeline 64", tmpl: getbit, pipeline: 64, random: true, target: targetHeartbeat},
 	} {
-		row, err := s.throughput(p, w)
+		row, err := s.throughput(p.targets(), w)
 		if err != nil {
 			return err
 		}
@@ -213,25 +268,31 @@ func (s *suite) heartbeats() error {
 	return nil
 }
 
-// redisVersion records redis-server's version from INFO server.
-func (s *suite) redisVersion(srv server) error {
-	c, err := dial(srv.Addr(), 10*time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	v, err := c.do(10*time.Second, "INFO", "server")
-	if err != nil {
-		return err
-	}
-	info, _ := v.(string)
-	s.rep.Machine.RedisVersion = infoField(info, "redis_version")
-	return nil
+// setbitTemplate is the heartbeat: SETBIT heartbeatKey <id> 1.
+var setbitTemplate = newTemplate([]string{"SETBIT", heartbeatKey}, true, "1")
+
+// setbitWorkload is the heartbeat at a pipeline depth.
+func setbitWorkload(name string, pipeline int, t Target) workload {
+	return workload{name: name, tmpl: setbitTemplate, pipeline: pipeline, random: true, target: t}
 }
 
-// throughput runs w Reps times on each server of p, alternating which
-// goes first, and returns the medians.
-func (s *suite) throughput(p pair, w workload) (Row, error) {
+// redisVersion returns the version that redis-server --version prints.
+func redisVersion() string {
+	out, err := exec.Command("redis-server", "--version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+// throughput runs w Reps times on each of p (presenced, redis-server),
+// alternating which goes first, and returns the medians.
+func (s *suite) throughput(p [2]target, w workload) (Row, error) {
 	var runs [2][]*loadResult
 	for rep := range s.cfg.Reps {
 		for k := range 2 {
@@ -242,7 +303,7 @@ func (s *suite) throughput(p pair, w workload) (Row, error) {
 				seed := s.cfg.Seed + uint64(rep)
 				spec.ids = func(c int) idSource { return newRandomIDs(seed, uint64(c), s.cfg.Space) }
 			}
-			res, err := drive(p[i].Addr(), p[i].Pid(), spec)
+			res, err := drive(p[i], spec)
 			if err != nil {
 				return Row{}, fmt.Errorf("%s on %s: %w", w.name, serverNames[i], err)
 			}
@@ -312,7 +373,7 @@ func (s *suite) dataset(ds dataset) (Row, *Row, error) {
 	if !ds.bitcount {
 		return mem, nil, nil
 	}
-	bc, err := s.throughput(p, workload{
+	bc, err := s.throughput(p.targets(), workload{
 		name: fmt.Sprintf("BITCOUNT, %s ids in %s", count(ds.ids), count(ds.space)),
 		tmpl: newTemplate([]string{"BITCOUNT", datasetKey}, false), pipeline: 1, target: targetBitcount,
 	})
@@ -334,9 +395,19 @@ func (s *suite) load(name string, srv server, ds dataset) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := s.fill(name, srv, c, ds); err != nil {
+		return 0, err
+	}
+	after, err := s.settledRSS(c, srv.Pid())
+	return after - before, err
+}
+
+// fill sets ds's ids in datasetKey of srv (called name) with SETBIT
+// pipelines, notes how long that took and checks BITCOUNT on c.
+func (s *suite) fill(name string, srv server, c *client, ds dataset) error {
 	perm := newPermutation(ds.space, s.cfg.Seed)
 	conns := s.cfg.LoadConns
-	res, err := drive(srv.Addr(), srv.Pid(), loadSpec{
+	res, err := drive(targetOf(srv), loadSpec{
 		tmpl:     newTemplate([]string{"SETBIT", datasetKey}, true, "1"),
 		pipeline: s.cfg.LoadPipeline, conns: conns, count: ds.ids,
 		ids: func(i int) idSource {
@@ -345,19 +416,18 @@ func (s *suite) load(name string, srv server, ds dataset) (int64, error) {
 		},
 	})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("Loading %s ids in %s took %.1fs (%s SETBIT/s) on %s.",
 		count(ds.ids), count(ds.space), res.elapsed.Seconds(), formatOps(res.opsPerSec()), name))
 	n, err := c.doInt(time.Minute, "BITCOUNT", datasetKey)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if uint64(n) != ds.ids {
-		return 0, fmt.Errorf("BITCOUNT after loading %d distinct ids is %d", ds.ids, n)
+		return fmt.Errorf("BITCOUNT after loading %d distinct ids is %d", ds.ids, n)
 	}
-	after, err := s.settledRSS(c, srv.Pid())
-	return after - before, err
+	return nil
 }
 
 // warmUpKey is the scratch key of warmUp.
@@ -369,7 +439,7 @@ const warmUpKey = "bench:warmup"
 // and code pages are counted in the baseline, not as data.
 func (s *suite) warmUp(srv server, space uint64) error {
 	conns := s.cfg.LoadConns
-	_, err := drive(srv.Addr(), srv.Pid(), loadSpec{
+	_, err := drive(targetOf(srv), loadSpec{
 		tmpl:     newTemplate([]string{"SETBIT", warmUpKey}, true, "1"),
 		pipeline: s.cfg.LoadPipeline, conns: conns, count: uint64(conns * s.cfg.LoadPipeline * 4),
 		ids: func(i int) idSource { return newRandomIDs(s.cfg.Seed, uint64(i)+1000, space) },

@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A node is a server process that the benchmark stops (cleanly or with
+// SIGKILL) and starts again on the same ports and data directory: a
+// presenced cluster node, or a redis-server restarting from its AOF.
+type node struct {
+	name   string   // for messages: "n1", "redis-server"
+	bin    string   // program
+	args   []string // its command line after the program...
+	extra  []string // ...followed by these, which may change between starts
+	addr   string   // client address, 127.0.0.1:port
+	dir    string   // data directory, kept across restarts
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when the current process has exited
+	output syncBuffer    // the current process's stdout and stderr
+}
+
+// syncBuffer is a buffer that a process writes while others read it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// reset empties the buffer.
+func (b *syncBuffer) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
+
+// String returns the buffer's contents.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startTimeout bounds the wait for a started server to answer PING.
+const startTimeout = 30 * time.Second
+
+// freeLoopbackPort asks the kernel for a free port on 127.0.0.1. Another
+// process may take it before the server binds it; start then fails.
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// newPresencedNode describes presenced node id on fresh loopback ports
+// with data directory dir; join, when not empty, is the client address of
+// a member to join. extra are more flags (persistence mode).
+func newPresencedNode(bin, id, dir, join string, extra ...string) (*node, error) {
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return nil, err
+	}
+	raftPort, err := freeLoopbackPort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
+		"--node-id", id, "--raft-addr", "127.0.0.1:" + strconv.Itoa(raftPort)}
+	if join != "" {
+		args = append(args, "--join", join)
+	}
+	return &node{name: id, bin: bin, args: args, extra: extra, addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir}, nil
+}
+
+// newRedisNode describes redis-server on a fresh loopback port with data
+// directory dir; extra are more configuration arguments.
+func newRedisNode(dir string, extra ...string) (*node, error) {
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir, "--save", ""}
+	return &node{name: "redis-server", bin: "redis-server", args: args, extra: extra, addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir}, nil
+}
+
+// launch starts the process and returns at once, with the time it was
+// started.
+func (n *node) launch() (time.Time, error) {
+	n.output.reset()
+	n.cmd = exec.Command(n.bin, append(slices.Clone(n.args), n.extra...)...)
+	n.cmd.Stdout, n.cmd.Stderr = &n.output, &n.output
+	setParentDeathSignal(n.cmd)
+	start := time.Now()
+	if err := n.cmd.Start(); err != nil {
+		return start, fmt.Errorf("%s: %w", n.name, err)
+	}
+	done := make(chan struct{})
+	n.done = done
+	go func() {
+		_ = n.cmd.Wait()
+		close(done)
+	}()
+	return start, nil
+}
+
+// start launches the process and waits until it answers PING.
+func (n *node) start() error {
+	if _, err := n.launch(); err != nil {
+		return err
+	}
+	return n.waitReady()
+}
+
+// waitReady polls with PING until PONG, the process exits or startTimeout
+// passes.
+func (n *node) waitReady() error {
+	_, err := n.poll(startTimeout, func(c *client) bool {
+		v, err := c.do(time.Second, "PING")
+		return err == nil && v == "PONG"
+	})
+	return err
+}
+
+// poll calls ok on a connection to the node, reconnecting after errors,
+// every millisecond or so until it returns true, the process exits or
+// timeout passes, and returns when it first returned true.
+func (n *node) poll(timeout time.Duration, ok func(c *client) bool) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	var c *client
+	defer func() {
+		if c != nil {
+			c.close()
+		}
+	}()
+	for time.Now().Before(deadline) {
+		select {
+		case <-n.done:
+			return time.Time{}, fmt.Errorf("%s exited: %s", n.name, n.tail())
+		default:
+		}
+		if c == nil {
+			c, _ = dial(n.addr, time.Second)
+		}
+		if c != nil {
+			if ok(c) {
+				return time.Now(), nil
+			}
+			// A failed request may leave a reply unread: start afresh.
+			c.close()
+			c = nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return time.Time{}, fmt.Errorf("%s: not ready after %v: %s", n.name, timeout, n.tail())
+}
+
+// running reports whether the process is alive.
+func (n *node) running() bool {
+	if n.cmd == nil {
+		return false
+	}
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends sig and waits for the process to exit; a process that
+// ignores SIGTERM for a minute is killed.
+func (n *node) stop(sig syscall.Signal) error {
+	if !n.running() {
+		return nil
+	}
+	if err := n.cmd.Process.Signal(sig); err != nil {
+		return err
+	}
+	select {
+	case <-n.done:
+		return nil
+	case <-time.After(time.Minute):
+		_ = n.cmd.Process.Kill()
+		<-n.done
+		return fmt.Errorf("%s did not exit within a minute of %v", n.name, sig)
+	}
+}
+
+// tail returns the end of what the process wrote, for error messages.
+func (n *node) tail() string {
+	s := strings.TrimSpace(n.output.String())
+	if len(s) > 2000 {
+		s = "..." + s[len(s)-2000:]
+	}
+	return s
+}
+
+// Addr is the node's client address.
+func (n *node) Addr() string { return n.addr }
+
+// Pid is the node's current process id.
+func (n *node) Pid() int { return n.cmd.Process.Pid }
+
+// Close kills the process if it runs. The data directory stays: its
+// owner removes it.
+func (n *node) Close() error { return n.stop(syscall.SIGKILL) }
+
+// raftInfo returns the fields of the node's RAFT INFO.
+func raftInfo(c *client) (map[string]string, error) {
+	v, err := c.do(5*time.Second, "RAFT", "INFO")
+	if err != nil {
+		return nil, err
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("RAFT INFO replied %v", v)
+	}
+	fields := map[string]string{}
+	for _, l := range strings.Split(s, "\r\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			fields[k] = v
+		}
+	}
+	return fields, nil
+}
+
+// nodeInfo asks n for its RAFT INFO on a fresh connection.
+func nodeInfo(n *node) (map[string]string, error) {
+	c, err := dial(n.addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	return raftInfo(c)
+}
+
+// A cluster is presenced nodes on this machine; nodes[0] bootstrapped it.
+type cluster struct {
+	root  string // holds every node's data directory
+	nodes []*node
+}
+
+// startCluster starts size presenced nodes in the default persistence
+// mode: the first bootstraps, the others join it; it returns once every
+// node knows the leader and all members.
+func startCluster(bin string, size int) (*cluster, error) {
+	root, err := os.MkdirTemp("", "bench-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{root: root}
+	for i := range size {
+		join := ""
+		if i > 0 {
+			join = c.nodes[0].addr
+		}
+		id := "n" + strconv.Itoa(i+1)
+		n, err := newPresencedNode(bin, id, filepath.Join(root, id), join)
+		if err == nil {
+			c.nodes = append(c.nodes, n)
+			err = n.start()
+		}
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+	}
+	if err := c.waitFormed(); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// waitFormed waits until every running node sees a leader and all members.
+func (c *cluster) waitFormed() error {
+	want := strconv.Itoa(len(c.nodes))
+	for _, n := range c.nodes {
+		_, err := n.poll(startTimeout, func(cl *client) bool {
+			f, err := raftInfo(cl)
+			return err == nil && f["leader_id"] != "" && f["members"] == want
+		})
+		if err != nil {
+			return fmt.Errorf("cluster did not form: %w", err)
+		}
+	}
+	return nil
+}
+
+// errNoLeader is returned when no node says it leads.
+var errNoLeader = errors.New("bench: no node is the leader")
+
+// leader returns the index of the running node whose RAFT INFO says it
+// leads, waiting up to startTimeout for one.
+func (c *cluster) leader() (int, error) {
+	deadline := time.Now().Add(startTimeout)
+	for time.Now().Before(deadline) {
+		for i, n := range c.nodes {
+			if !n.running() {
+				continue
+			}
+			if f, err := nodeInfo(n); err == nil && f["state"] == "leader" {
+				return i, nil
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 0, errNoLeader
+}
+
+// waitCaughtUp waits until node i has applied everything the leader had
+// committed when the wait began.
+func (c *cluster) waitCaughtUp(i int) error {
+	l, err := c.leader()
+	if err != nil {
+		return err
+	}
+	f, err := nodeInfo(c.nodes[l])
+	if err != nil {
+		return err
+	}
+	commit, err := strconv.ParseUint(f["commit_index"], 10, 64)
+	if err != nil {
+		return fmt.Errorf("leader's commit_index %q: %w", f["commit_index"], err)
+	}
+	_, err = c.nodes[i].poll(2*time.Minute, func(cl *client) bool {
+		f, err := raftInfo(cl)
+		if err != nil {
+			return false
+		}
+		applied, err := strconv.ParseUint(f["applied_index"], 10, 64)
+		return err == nil && applied >= commit
+	})
+	return err
+}
+
+// addrs returns the client addresses of the nodes.
+func (c *cluster) addrs() []string {
+	a := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		a[i] = n.addr
+	}
+	return a
+}
+
+// pids returns the process ids of the nodes.
+func (c *cluster) pids() []int {
+	p := make([]int, len(c.nodes))
+	for i, n := range c.nodes {
+		p[i] = n.Pid()
+	}
+	return p
+}
+
+// close kills every node and removes the data directories.
+func (c *cluster) close() {
+	for _, n := range c.nodes {
+		n.Close()
+	}
+	os.RemoveAll(c.root)
+}

@@ -1,0 +1,571 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Row groups, in the order they run; -only selects some.
+const (
+	groupHeartbeats = "heartbeats" // SETBIT and GETBIT, default modes
+	groupData       = "data"       // BITCOUNT and memory of loaded data sets
+	groupModes      = "modes"      // SETBIT in each persistence mode, one node
+	groupCluster    = "cluster"    // SETBIT on a three-node cluster
+	groupFailover   = "failover"   // time to write again after the leader dies
+	groupRestart    = "restart"    // restart and snapshot of a node holding LargeIDs ids
+)
+
+// allGroups lists every row group in running order.
+var allGroups = []string{groupHeartbeats, groupData, groupModes, groupCluster, groupFailover, groupRestart}
+
+// groupAliases name sets of groups for -only.
+var groupAliases = map[string][]string{
+	"all":         allGroups,
+	"replication": {groupModes, groupCluster, groupFailover, groupRestart},
+}
+
+// Targets from the replication issue: presenced / redis-server, or a
+// time presenced must stay within.
+var (
+	targetModes        = Target{AtLeast: true, Ratio: 1}
+	targetCluster      = Target{AtLeast: true, Ratio: 0.5}
+	targetFailoverTime = 2 * time.Second
+)
+
+// A mode is a persistence setting, as each server spells it.
+type mode struct {
+	name      string
+	presenced []string
+	redis     []string
+}
+
+// persistenceModes are the modes of the modes group.
+var persistenceModes = []mode{
+	{name: "appendonly no", presenced: []string{"--appendonly", "no"}, redis: []string{"--appendonly", "no"}},
+	{name: "appendfsync always",
+		presenced: []string{"--appendonly", "yes", "--appendfsync", "always"},
+		redis:     []string{"--appendonly", "yes", "--appendfsync", "always"}},
+	{name: "appendfsync everysec",
+		presenced: []string{"--appendfsync", "everysec"},
+		redis:     []string{"--appendonly", "yes", "--appendfsync", "everysec"}},
+}
+
+// redisAlways is redis-server's mode that matches presenced's default.
+var redisAlways = persistenceModes[1].redis
+
+// modes measures SETBIT on one node in each persistence mode against
+// redis-server in the same mode, a fresh pair per mode.
+func (s *suite) modes() error {
+	g := Group{Title: "Persistence modes, one node", Throughput: true, Note: fmt.Sprintf(
+		"`SETBIT %s <random id> 1`, %d connections. presenced `--appendonly no` is compared with redis-server `--appendonly no --save ''`, presenced `--appendonly yes --appendfsync always` (its default) and `--appendfsync everysec` with redis-server `--appendonly yes` and the same appendfsync. Each server has a fresh data directory on the same file system.",
+		heartbeatKey, s.cfg.Conns)}
+	for _, m := range persistenceModes {
+		rows, err := s.modeRows(m)
+		if err != nil {
+			return err
+		}
+		g.Rows = append(g.Rows, rows...)
+	}
+	s.rep.Groups = append(s.rep.Groups, g)
+	return nil
+}
+
+// modeRows measures the SETBIT pipelines on a fresh pair in mode m.
+func (s *suite) modeRows(m mode) ([]Row, error) {
+	p, err := startPairIn(s.cfg, m)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	var rows []Row
+	for _, pipeline := range []int{64, 1} {
+		row, err := s.throughput(p.targets(), setbitWorkload(fmt.Sprintf("SETBIT, pipeline %d, %s", pipeline, m.name), pipeline, targetModes))
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// cluster measures SETBIT on a cluster of Nodes presenced nodes against
+// one redis-server with appendfsync always.
+func (s *suite) cluster() error {
+	c, err := startCluster(s.cfg.Presenced, s.cfg.Nodes)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	redis, err := startRedis(redisAlways...)
+	if err != nil {
+		return err
+	}
+	defer redis.Close()
+	l, err := c.leader()
+	if err != nil {
+		return err
+	}
+	onLeader := target{addrs: []string{c.nodes[l].addr}, pids: c.pids()}
+	spread := target{addrs: c.addrs(), pids: c.pids()}
+	g := Group{Title: fmt.Sprintf("%d-node cluster", s.cfg.Nodes), Throughput: true, Note: fmt.Sprintf(
+		"%d presenced nodes on this machine in the default mode (appendonly yes, appendfsync always), each with its own data directory, vs one redis-server `--appendonly yes --appendfsync always`. `SETBIT %s <random id> 1`, %d connections, either all on the leader or spread evenly over the nodes (followers forward writes to the leader). presenced's CPU is that of all nodes.",
+		s.cfg.Nodes, heartbeatKey, s.cfg.Conns)}
+	for _, w := range []struct {
+		where string
+		t     target
+	}{{"clients on the leader", onLeader}, {"clients on every node", spread}} {
+		for _, pipeline := range []int{64, 1} {
+			name := fmt.Sprintf("SETBIT, pipeline %d, %d nodes, %s", pipeline, s.cfg.Nodes, w.where)
+			row, err := s.throughput([2]target{w.t, targetOf(redis)}, setbitWorkload(name, pipeline, targetCluster))
+			if err != nil {
+				return err
+			}
+			g.Rows = append(g.Rows, row)
+		}
+	}
+	s.rep.Groups = append(s.rep.Groups, g)
+	return nil
+}
+
+// failover kills the leader of a cluster under write load FailoverTrials
+// times and measures how long writes fail.
+func (s *suite) failover() error {
+	c, err := startCluster(s.cfg.Presenced, s.cfg.Nodes)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	first := TimeRow{Workload: "SIGKILL of the leader until the first write succeeds", Limit: targetFailoverTime}
+	every := TimeRow{Workload: "SIGKILL of the leader until every connection to a surviving node has written", Limit: targetFailoverTime}
+	var errs int64
+	for trial := range s.cfg.FailoverTrials {
+		f, e, n, err := s.failoverTrial(c, trial)
+		if err != nil {
+			return fmt.Errorf("failover trial %d: %w", trial+1, err)
+		}
+		s.logf("failover %d: first write after %v, every connection after %v, %d failed writes", trial+1, f, e, n)
+		first.Presenced = append(first.Presenced, f)
+		every.Presenced = append(every.Presenced, e)
+		errs += n
+	}
+	s.rep.Groups = append(s.rep.Groups, Group{Title: "Failover", Times: []TimeRow{first, every}, Note: fmt.Sprintf(
+		"%d presenced nodes (default mode). %d connections spread over the nodes write `SETBIT %s <random id> 1` one at a time, reconnecting after a broken connection and going on after an error reply; the leader (found with RAFT INFO) gets SIGKILL, and the time runs from the kill to the first reply without error to a write sent after it. Between trials the killed node restarts and catches up. %d writes failed (error replies or broken connections) in all trials together.",
+		s.cfg.Nodes, s.cfg.FailoverConns, heartbeatKey, errs)})
+	return nil
+}
+
+// failoverTrial kills the leader once under load, returns how long until
+// the first write succeeded and until every connection to a surviving
+// node had written, and the number of failed writes, then restarts the
+// killed node and waits for it to catch up.
+func (s *suite) failoverTrial(c *cluster, trial int) (first, every time.Duration, failed int64, err error) {
+	l, err := c.leader()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	load := startFailoverLoad(c.addrs(), s.cfg.FailoverConns, s.cfg.Seed+uint64(trial), s.cfg.Space)
+	defer load.stop()
+	if err := load.waitAllWrote(startTimeout); err != nil {
+		return 0, 0, 0, err
+	}
+	kill := time.Now()
+	load.killed.Store(kill.UnixNano())
+	if err := c.nodes[l].stop(syscall.SIGKILL); err != nil {
+		return 0, 0, 0, err
+	}
+	firstAt, everyAt, err := load.waitRecovered(c.nodes[l].addr, time.Minute)
+	load.stop()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := c.nodes[l].start(); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := c.waitCaughtUp(l); err != nil {
+		return 0, 0, 0, err
+	}
+	return firstAt.Sub(kill), everyAt.Sub(kill), load.failed(), nil
+}
+
+// failoverLoad is write load that outlives errors, as an application
+// would: each connection sends SETBIT with pipeline 1 to one node,
+// reconnects after a broken connection and goes on after an error reply.
+type failoverLoad struct {
+	killed atomic.Int64 // the kill's time in Unix nanoseconds; 0 before it
+	quit   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+	conns  []*failoverConn
+}
+
+// failoverConn is one connection's state, read by the trial while it runs.
+type failoverConn struct {
+	addr   string
+	wrote  atomic.Int64 // writes that succeeded
+	errs   atomic.Int64 // error replies and connections broken by a write
+	healed atomic.Int64 // Unix nanoseconds of the first success of a write sent after the kill
+}
+
+// failoverTimeout bounds one write; a follower waits up to its
+// LeaderWait (2s by default) for a leader before it replies.
+const failoverTimeout = 10 * time.Second
+
+func startFailoverLoad(addrs []string, conns int, seed, space uint64) *failoverLoad {
+	l := &failoverLoad{quit: make(chan struct{})}
+	for i := range conns {
+		fc := &failoverConn{addr: addrs[i%len(addrs)]}
+		l.conns = append(l.conns, fc)
+		ids := newRandomIDs(seed, uint64(i), space)
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			fc.run(l, ids)
+		}()
+	}
+	return l
+}
+
+// run writes until the load stops.
+func (fc *failoverConn) run(l *failoverLoad, ids idSource) {
+	var c *client
+	defer func() {
+		if c != nil {
+			c.close()
+		}
+	}()
+	for {
+		select {
+		case <-l.quit:
+			return
+		default:
+		}
+		if c == nil {
+			var err error
+			if c, err = dial(fc.addr, time.Second); err != nil {
+				c = nil
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+		}
+		sent := time.Now()
+		_, err := c.do(failoverTimeout, "SETBIT", heartbeatKey, strconv.FormatUint(ids.next(), 10), "1")
+		if err == nil {
+			fc.wrote.Add(1)
+			if k := l.killed.Load(); k != 0 && sent.UnixNano() > k {
+				fc.healed.CompareAndSwap(0, time.Now().UnixNano())
+			}
+			continue
+		}
+		fc.errs.Add(1)
+		var re replyError
+		if !errors.As(err, &re) {
+			c.close()
+			c = nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitAllWrote waits until every connection has written at least once.
+func (l *failoverLoad) waitAllWrote(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, fc := range l.conns {
+		for fc.wrote.Load() == 0 {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("no write succeeded on %s within %v", fc.addr, timeout)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// waitRecovered waits until every connection to a node other than dead
+// has written since the kill, and returns when the first and the last
+// of them did.
+func (l *failoverLoad) waitRecovered(dead string, timeout time.Duration) (first, every time.Time, err error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		first, every = time.Time{}, time.Time{}
+		pending := 0
+		for _, fc := range l.conns {
+			if fc.addr == dead {
+				continue
+			}
+			h := fc.healed.Load()
+			if h == 0 {
+				pending++
+				continue
+			}
+			t := time.Unix(0, h)
+			if first.IsZero() || t.Before(first) {
+				first = t
+			}
+			if t.After(every) {
+				every = t
+			}
+		}
+		if pending == 0 {
+			return first, every, nil
+		}
+		if time.Now().After(deadline) {
+			return first, every, fmt.Errorf("%d connections still cannot write %v after the kill", pending, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// failed returns the failed writes of every connection (error replies
+// and broken connections; not refused reconnections to the dead node).
+func (l *failoverLoad) failed() int64 {
+	var n int64
+	for _, fc := range l.conns {
+		n += fc.errs.Load()
+	}
+	return n
+}
+
+// stop ends the load and waits for the connections to finish; it is safe
+// to call twice.
+func (l *failoverLoad) stop() {
+	l.once.Do(func() { close(l.quit) })
+	l.wg.Wait()
+}
+
+// restartNode is a server of the restart group with its flavour's
+// commands: how it compacts its log.
+type restartNode struct {
+	*node
+	label   string   // server column of the report
+	compact []string // command that compacts the log and returns when done
+}
+
+// restart loads LargeIDs ids into one presenced node (default mode) and
+// one redis-server with appendfsync always, then measures restarts after
+// SIGTERM and SIGKILL and write latency while each compacts its log.
+func (s *suite) restart() error {
+	root, err := os.MkdirTemp("", "bench-restart-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	ds := dataset{ids: s.cfg.LargeIDs, space: s.cfg.Space}
+	// presenced loads without fsync, which only makes loading faster: the
+	// files are the same, and it restarts in the default mode.
+	pn, err := newPresencedNode(s.cfg.Presenced, "n1", filepath.Join(root, "presenced"), "", "--appendfsync", "no")
+	if err != nil {
+		return err
+	}
+	rn, err := newRedisNode(filepath.Join(root, "redis"), redisAlways...)
+	if err != nil {
+		return err
+	}
+	servers := []restartNode{
+		{node: pn, label: serverNames[0], compact: []string{"RAFT", "SNAPSHOT"}},
+		{node: rn, label: serverNames[1], compact: []string{"BGREWRITEAOF"}},
+	}
+	for _, n := range servers {
+		if err := os.MkdirAll(n.dir, 0o755); err != nil {
+			return err
+		}
+		defer n.Close()
+		if err := n.start(); err != nil {
+			return err
+		}
+	}
+	if err := waitLeader(pn.addr); err != nil {
+		return err
+	}
+	for i, n := range servers {
+		if err := s.fillNode(n, ds, i == 1); err != nil {
+			return err
+		}
+	}
+	pn.extra = nil
+	name := fmt.Sprintf("%s ids in %s", count(ds.ids), count(ds.space))
+	restarts := Group{Title: "Restart of a node holding " + name, Note: fmt.Sprintf(
+		"One presenced node that loaded %s distinct random ids in a %s-id space with SETBIT pipelines (%d connections, pipeline %d; with appendfsync no to load faster, which writes the same files), then runs in the default mode (appendonly yes, appendfsync always), stopped with SIGTERM or SIGKILL and started again on its data directory; the time runs from starting the process until `BITCOUNT %s` first returns %d. For reference, redis-server `--appendonly yes --appendfsync always` holding the same string (written with one SET, so its AOF is small) restarts from its AOF the same way.",
+		count(ds.ids), count(ds.space), s.cfg.LoadConns, s.cfg.LoadPipeline, datasetKey, ds.ids)}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		row := TimeRow{Workload: fmt.Sprintf("restart after %s, until the data is served", signalName(sig))}
+		for i, n := range servers {
+			for range s.cfg.RestartTrials {
+				d, err := restartTime(n.node, sig, ds.ids)
+				if err != nil {
+					return err
+				}
+				s.logf("restart after %s, %s: %v", signalName(sig), n.label, d)
+				if i == 0 {
+					row.Presenced = append(row.Presenced, d)
+				} else {
+					row.Redis = append(row.Redis, d)
+				}
+			}
+		}
+		restarts.Times = append(restarts.Times, row)
+	}
+	pauses := Group{Title: "Write latency while the log is compacted, " + name, Note: fmt.Sprintf(
+		"`SETBIT %s <random id> 1`, pipeline 1, %d connections for %v, while the server holding %s (above) compacts its log a third of the way in: presenced with `RAFT SNAPSHOT` (it replies when the snapshot is written), redis-server with `BGREWRITEAOF` (done when INFO persistence says no rewrite is in progress). Round trips that overlapped the compaction count as during; medians of %d runs.",
+		heartbeatKey, s.cfg.Conns, s.cfg.Duration, name, s.cfg.Reps)}
+	for _, n := range servers {
+		row, err := s.pauseRow(n)
+		if err != nil {
+			return fmt.Errorf("%s on %s: %w", pauses.Title, n.label, err)
+		}
+		pauses.Pauses = append(pauses.Pauses, row)
+	}
+	s.rep.Groups = append(s.rep.Groups, restarts, pauses)
+	return nil
+}
+
+// signalName is how the report names sig.
+func signalName(sig syscall.Signal) string {
+	if sig == syscall.SIGKILL {
+		return "SIGKILL"
+	}
+	return "SIGTERM"
+}
+
+// fillNode loads ds into datasetKey of n: with SETBIT pipelines, or, with
+// oneSet, as one SET of the string those would make.
+func (s *suite) fillNode(n restartNode, ds dataset, oneSet bool) error {
+	c, err := dial(n.addr, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if !oneSet {
+		return s.fill(n.label, n, c, ds)
+	}
+	perm := newPermutation(ds.space, s.cfg.Seed)
+	b := make([]byte, (ds.space+7)/8)
+	for i := range ds.ids {
+		id := perm.at(i)
+		b[id/8] |= 0x80 >> (id % 8)
+	}
+	if _, err := c.do(time.Minute, "SET", datasetKey, string(b)); err != nil {
+		return err
+	}
+	got, err := c.doInt(time.Minute, "BITCOUNT", datasetKey)
+	if err == nil && uint64(got) != ds.ids {
+		err = fmt.Errorf("BITCOUNT after SET of %d ids is %d", ds.ids, got)
+	}
+	return err
+}
+
+// restartTime stops n with sig, starts it again and returns the time from
+// the start until BITCOUNT of datasetKey returns want.
+func restartTime(n *node, sig syscall.Signal, want uint64) (time.Duration, error) {
+	if err := n.stop(sig); err != nil {
+		return 0, err
+	}
+	start, err := n.launch()
+	if err != nil {
+		return 0, err
+	}
+	served, err := n.poll(5*time.Minute, func(c *client) bool {
+		got, err := c.doInt(time.Minute, "BITCOUNT", datasetKey)
+		return err == nil && uint64(got) == want
+	})
+	return served.Sub(start), err
+}
+
+// pauseRow measures write latency on n while it compacts its log, Reps
+// times, and returns the medians.
+func (s *suite) pauseRow(n restartNode) (PauseRow, error) {
+	var runs []*loadResult
+	var took []time.Duration
+	for rep := range s.cfg.Reps {
+		res, d, err := s.pauseRun(n, rep)
+		if err != nil {
+			return PauseRow{}, err
+		}
+		s.logf("compaction under load, %s: took %v, p99 during %v, outside %v", n.label, d, res.marked.quantile(0.99), res.rtt.quantile(0.99))
+		runs = append(runs, res)
+		took = append(took, d)
+	}
+	row := PauseRow{Workload: "SETBIT, pipeline 1, during " + strings.Join(n.compact, " "), Server: n.label,
+		Outside: summarize(runs), Took: medianDuration(took)}
+	var during, maxes []time.Duration
+	var p99s []time.Duration
+	for _, r := range runs {
+		during = append(during, r.marked.quantile(0.5))
+		p99s = append(p99s, r.marked.quantile(0.99))
+		maxes = append(maxes, r.marked.quantile(1))
+	}
+	row.During = Measurement{P50: medianDuration(during), P99: medianDuration(p99s)}
+	row.Max = medianDuration(maxes)
+	return row, nil
+}
+
+// pauseRun runs the write load once on n and compacts its log a third of
+// the way in; it returns the load's result and how long the compaction
+// took.
+func (s *suite) pauseRun(n restartNode, rep int) (*loadResult, time.Duration, error) {
+	var marker atomic.Uint64
+	seed := s.cfg.Seed + uint64(rep)
+	spec := loadSpec{tmpl: setbitTemplate, pipeline: 1, conns: s.cfg.Conns, duration: s.cfg.Duration, marker: &marker,
+		ids: func(c int) idSource { return newRandomIDs(seed, uint64(c), s.cfg.Space) }}
+	c, err := dial(n.addr, 10*time.Second)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer c.close()
+	type outcome struct {
+		res *loadResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := drive(targetOf(n), spec)
+		done <- outcome{res, err}
+	}()
+	time.Sleep(s.cfg.Duration / 3)
+	marker.Add(1)
+	start := time.Now()
+	err = compact(c, n.compact)
+	took := time.Since(start)
+	marker.Add(1)
+	o := <-done
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case o.err != nil:
+		return nil, 0, o.err
+	case o.res.marked.n == 0:
+		return nil, 0, errors.New("no round trip overlapped the compaction")
+	}
+	return o.res, took, nil
+}
+
+// compact sends cmd on c and, for BGREWRITEAOF, waits until INFO
+// persistence reports that no rewrite is scheduled or in progress.
+func compact(c *client, cmd []string) error {
+	if _, err := c.do(5*time.Minute, cmd...); err != nil {
+		return err
+	}
+	if cmd[0] != "BGREWRITEAOF" {
+		return nil
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		v, err := c.do(time.Minute, "INFO", "persistence")
+		if err != nil {
+			return err
+		}
+		info, _ := v.(string)
+		if infoField(info, "aof_rewrite_in_progress") == "0" && infoField(info, "aof_rewrite_scheduled") == "0" {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return errors.New("the AOF rewrite did not finish")
+}
