@@ -85,16 +85,28 @@ func newClient(s *Server, nc net.Conn, peer bool) *client {
 	return c
 }
 
+// maxBatchInput bounds the input that one batch of a pipeline spans.
+const maxBatchInput = 1 << 20
+
 // serve reads requests until the client leaves or breaks the protocol.
-// Each read's complete requests are handled as one batch, and their
-// replies go out in one write.
+// The complete requests of each read are handled as one batch, and their
+// replies go out in one write. A read that filled the buffer and ended in
+// the middle of a request is the middle of a pipeline: the batch goes on
+// with the next read, so that a long pipeline commits in few log entries.
 func (c *client) serve() {
 	defer c.nc.Close()
 	for !c.closing {
-		if err := c.fill(); err != nil {
+		full, err := c.fill()
+		if err != nil {
 			return
 		}
-		used := c.handleInput()
+		used := c.handleInput(0)
+		for full && used < len(c.in) && len(c.pending) > 0 && used < maxBatchInput && !c.closing {
+			if full, err = c.fill(); err != nil {
+				return
+			}
+			used = c.handleInput(used)
+		}
 		c.flushPending()
 		c.argv = c.argv[:0]
 		if err := c.writeOut(); err != nil {
@@ -112,11 +124,10 @@ func (c *client) serve() {
 	}
 }
 
-// handleInput parses the complete requests at the start of the input and
-// dispatches them, and returns how many bytes they took. A protocol error
-// is answered after the replies before it, and ends the connection.
-func (c *client) handleInput() int {
-	used := 0
+// handleInput parses the complete requests of the input from offset used
+// on and dispatches them, and returns the offset after them. A protocol
+// error is answered after the replies before it, and ends the connection.
+func (c *client) handleInput(used int) int {
 	lim := c.limits()
 	for !c.closing {
 		mark := len(c.argv)
@@ -141,8 +152,9 @@ func (c *client) handleInput() int {
 }
 
 // fill reads more input, growing the buffer when it is full or when the
-// request being parsed announced a larger argument.
-func (c *client) fill() error {
+// request being parsed announced a larger argument. It reports whether
+// the read filled all the room it had.
+func (c *client) fill() (bool, error) {
 	need := len(c.in) + readChunk
 	if n := c.parser.Need(); n > need {
 		need = n
@@ -155,15 +167,16 @@ func (c *client) fill() error {
 		copy(grown, c.in)
 		c.in = grown
 	}
+	room := cap(c.in) - len(c.in)
 	n, err := c.nc.Read(c.in[len(c.in):cap(c.in)])
 	c.in = c.in[:len(c.in)+n]
 	if n > 0 {
-		return nil
+		return n == room, nil
 	}
 	if err == nil {
 		err = io.ErrUnexpectedEOF
 	}
-	return err
+	return false, err
 }
 
 func (c *client) limits() proto.Limits {
