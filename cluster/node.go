@@ -624,7 +624,10 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 		index, err = n.followerReads.do(ctx)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
+		// A read changes nothing: whatever went wrong on the way to the
+		// leader (a timeout of the shared request, a broken connection),
+		// the answer is that no leader could be asked.
+		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnknownOutcome) {
 			return ErrNoLeader
 		}
 		return err
