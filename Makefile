@@ -42,7 +42,12 @@ fuzz:
 	$(GO) test ./store -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME)
 
 bench: build
-	$(GO) run ./bench -presenced $(BIN) -out bench/RESULTS.md
+	$(GO) run ./bench -presenced $(BIN) -out bench/RESULTS.md $(BENCHFLAGS)
+
+# The fault test (cluster/faulttest) for longer than in `make test`:
+# make chaos DURATION=10m
+chaos:
+	PRESENCED_CHAOS_DURATION=$(DURATION) $(GO) test ./cluster/faulttest -run TestFault -count=1 -timeout 0 -v
 
 clean:
 	rm -rf bin

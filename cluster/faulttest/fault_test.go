@@ -1,0 +1,531 @@
+//go:build unix
+
+package faulttest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// keyPeriod is how long the clients use one set of keys before moving
+	// to fresh ones: it bounds the length of each key's history, and so
+	// the checker's work, however long the test runs.
+	keyPeriod = 5 * time.Second
+	// clientsPerNode is the number of concurrent clients of each node.
+	clientsPerNode = 3
+	// bitsRange is the offsets SETBIT and GETBIT use on the bits keys,
+	// few so that operations conflict.
+	bitsRange = 16
+	// growRange is the offsets of the grow keys, where bits are only ever
+	// set to 1.
+	growRange = 128
+	// opTimeout bounds a client's wait for a reply.
+	opTimeout = 4 * time.Second
+)
+
+// duration returns how long the nemesis runs: PRESENCED_CHAOS_DURATION,
+// or a default that fits the test in `make test`.
+func duration(t *testing.T) time.Duration {
+	if s := os.Getenv("PRESENCED_CHAOS_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("PRESENCED_CHAOS_DURATION: %v", err)
+		}
+		return d
+	}
+	if testing.Short() {
+		return 20 * time.Second
+	}
+	return 60 * time.Second
+}
+
+// TestFault runs clients against all three nodes of a cluster of real
+// processes while a nemesis kills, stops and partitions nodes, then checks
+// that the history is linearizable, that no acknowledged write was lost,
+// and that the replicas converge to the same state.
+func TestFault(t *testing.T) {
+	dur := duration(t)
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("PRESENCED_CHAOS_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("PRESENCED_CHAOS_SEED: %v", err)
+		}
+	}
+	t.Logf("nemesis for %v, seed %d (PRESENCED_CHAOS_SEED replays the schedule)", dur, seed)
+	c := startCluster(t, t.TempDir())
+	h := newHistory()
+
+	ctx, stopClients := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		for j := range clientsPerNode {
+			w := i*clientsPerNode + j
+			wg.Go(func() { h.add(runClient(ctx, h, n, w, seed+uint64(w)+1)) })
+		}
+	}
+	nemErr := runNemesis(c, h, time.Now().Add(dur), rand.New(rand.NewPCG(seed, 0)))
+	stopClients()
+	wg.Wait()
+	if nemErr != nil {
+		t.Fatalf("nemesis: %v", nemErr)
+	}
+	if err := c.healAll(); err != nil {
+		t.Fatalf("healing: %v", err)
+	}
+	healed := time.Now()
+	finals := finalReads(t, c, h)
+	t.Logf("faults healed %v after the start; final reads took %v", healed.Sub(h.begin).Round(time.Millisecond),
+		time.Since(healed).Round(time.Millisecond))
+	t.Logf("history: %d records\n%s", len(h.records), h.stats())
+	for _, u := range h.unexpected[1] {
+		t.Errorf("unexpected error reply to a write, outcome unknown: %s", u)
+	}
+	for _, u := range h.unexpected[0] {
+		t.Errorf("unexpected error reply to a read: %s", u)
+	}
+	checkLinearizable(t, h, 60*time.Second+dur)
+	checkNoLostWrites(t, h, finals)
+	checkConverged(t, c)
+	for _, n := range c.nodes {
+		if n.exitedUnexpectedly() {
+			t.Errorf("%s exited on its own", n.id)
+		}
+	}
+}
+
+// runClient issues random operations to n until ctx ends and returns
+// their records.
+func runClient(ctx context.Context, h *history, n *node, w int, seed uint64) []record {
+	rdb := newClient(n, 1)
+	defer rdb.Close()
+	rng := rand.New(rand.NewPCG(seed, 0))
+	client := h.newClient()
+	var recs []record
+	for seq := 0; ctx.Err() == nil; seq++ {
+		in := randomInput(rng, int(time.Since(h.begin)/keyPeriod), fmt.Sprintf("w%d.%d", w, seq))
+		r := invoke(h, rdb, in)
+		r.client, r.node = client, n.id
+		recs = append(recs, r)
+		if r.outcome == unknown {
+			// Like a crashed Jepsen process: the operation stays open to
+			// the end of the history, so the client takes a new identity.
+			client = h.newClient()
+		}
+		if r.outcome != ok {
+			// Pace retries against a node that is down.
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(20+rng.IntN(30)) * time.Millisecond):
+			}
+		}
+	}
+	return recs
+}
+
+// newClient returns a client of n that never retries, with timeouts
+// longer than a node's own wait for a leader (so that an answering node's
+// refusals are seen as refusals and not as timeouts).
+func newClient(n *node, conns int) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr: n.clientAddr, MaxRetries: -1, Protocol: 2, DisableIdentity: true, PoolSize: conns,
+		DialTimeout: time.Second, ReadTimeout: opTimeout, WriteTimeout: opTimeout, PoolTimeout: opTimeout,
+	})
+}
+
+// randomInput picks an operation on one of the keys of generation gen:
+// two counters (INCR, GET), two registers (SET, GET), two bitmaps (SETBIT
+// of 0 or 1, GETBIT, BITCOUNT) and one bitmap whose bits are only set
+// (SETBIT 1, GETBIT, BITCOUNT). SET writes the unique value val.
+func randomInput(rng *rand.Rand, gen int, val string) input {
+	p := rng.IntN(100)
+	switch k := rng.IntN(7); {
+	case k < 2:
+		in := input{kind: opIncr, key: fmt.Sprintf("counter:%d:%d", gen, k)}
+		if p < 40 {
+			in.kind = opGet
+		}
+		return in
+	case k < 4:
+		in := input{kind: opSet, key: fmt.Sprintf("register:%d:%d", gen, k-2), value: val}
+		if p < 50 {
+			in.kind = opGet
+		}
+		return in
+	case k < 6:
+		in := input{key: fmt.Sprintf("bits:%d:%d", gen, k-4), offset: rng.Int64N(bitsRange)}
+		switch {
+		case p < 40:
+			in.kind, in.bit = opSetBit, rng.IntN(2)
+		case p < 80:
+			in.kind = opGetBit
+		default:
+			in.kind = opBitCount
+		}
+		return in
+	}
+	in := input{key: fmt.Sprintf("grow:%d", gen), offset: rng.Int64N(growRange)}
+	switch {
+	case p < 50:
+		in.kind, in.bit = opSetBit, 1
+	case p < 75:
+		in.kind = opGetBit
+	default:
+		in.kind = opBitCount
+	}
+	return in
+}
+
+// invoke runs in and records it.
+func invoke(h *history, rdb *redis.Client, in input) record {
+	ctx := context.Background()
+	r := record{in: in, call: h.now()}
+	var err error
+	switch in.kind {
+	case opGet:
+		r.out.s, err = rdb.Get(ctx, in.key).Result()
+		r.out.missing = err == redis.Nil
+	case opSet:
+		err = rdb.Set(ctx, in.key, in.value, 0).Err()
+	case opIncr:
+		r.out.n, err = rdb.Incr(ctx, in.key).Result()
+	case opSetBit:
+		r.out.n, err = rdb.SetBit(ctx, in.key, in.offset, in.bit).Result()
+	case opGetBit:
+		r.out.n, err = rdb.GetBit(ctx, in.key, in.offset).Result()
+	case opBitCount:
+		r.out.n, err = rdb.BitCount(ctx, in.key, nil).Result()
+	}
+	r.ret = h.now()
+	r.outcome, r.reason = classify(err)
+	return r
+}
+
+// runNemesis injects faults in turn until the deadline: it kills the
+// leader and restarts it, stops the leader and resumes it, and cuts a
+// random node off, each for a random while, with a quiet while between
+// faults. Every fault is healed before the next.
+func runNemesis(c *cluster, h *history, until time.Time, rng *rand.Rand) error {
+	faults := []func(*cluster, *history, *rand.Rand) error{killLeader, stopLeader, partitionNode}
+	for i := rng.IntN(len(faults)); time.Now().Before(until); i++ {
+		if err := faults[i%len(faults)](c, h, rng); err != nil {
+			return err
+		}
+		for _, n := range c.nodes {
+			if n.exitedUnexpectedly() {
+				return fmt.Errorf("%s exited on its own", n.id)
+			}
+		}
+		time.Sleep(randDuration(rng, time.Second, 2500*time.Millisecond))
+	}
+	return nil
+}
+
+// leaderTimeout bounds the wait for a leader while all nodes are up and
+// connected: much longer than an election.
+const leaderTimeout = 20 * time.Second
+
+func killLeader(c *cluster, h *history, rng *rand.Rand) error {
+	l, err := c.waitLeader(leaderTimeout)
+	if err != nil {
+		return fmt.Errorf("no leader before a kill: %w", err)
+	}
+	e := event{kind: "kill", node: l.id, start: h.now()}
+	l.kill()
+	time.Sleep(randDuration(rng, 300*time.Millisecond, 2500*time.Millisecond))
+	if err := l.restart(); err != nil {
+		return err
+	}
+	e.end = h.now()
+	h.addEvent(e)
+	return nil
+}
+
+func stopLeader(c *cluster, h *history, rng *rand.Rand) error {
+	l, err := c.waitLeader(leaderTimeout)
+	if err != nil {
+		return fmt.Errorf("no leader before a stop: %w", err)
+	}
+	e := event{kind: "stop", node: l.id, start: h.now()}
+	if err := l.stop(); err != nil {
+		return err
+	}
+	time.Sleep(randDuration(rng, 500*time.Millisecond, 4*time.Second))
+	if err := l.resume(); err != nil {
+		return err
+	}
+	e.end = h.now()
+	h.addEvent(e)
+	return nil
+}
+
+func partitionNode(c *cluster, h *history, rng *rand.Rand) error {
+	n := c.nodes[rng.IntN(len(c.nodes))]
+	e := event{kind: "partition", node: n.id, start: h.now()}
+	n.proxy.partition()
+	time.Sleep(randDuration(rng, time.Second, 5*time.Second))
+	err := n.proxy.heal()
+	e.end = h.now()
+	h.addEvent(e)
+	return err
+}
+
+// restart starts a killed node and, once it answers, lets other nodes
+// reach it again.
+func (n *node) restart() error {
+	if err := n.start(); err != nil {
+		return err
+	}
+	if err := n.waitReady(30 * time.Second); err != nil {
+		return err
+	}
+	return n.proxy.setDown(false)
+}
+
+// randDuration returns a random duration in [lo, hi).
+func randDuration(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)))
+}
+
+// healAll heals every proxy, resumes stopped nodes and restarts killed
+// ones.
+func (c *cluster) healAll() error {
+	for _, n := range c.nodes {
+		if err := n.proxy.heal(); err != nil {
+			return err
+		}
+		n.mu.Lock()
+		cmd, stopped := n.mu.cmd, n.mu.stopped
+		n.mu.Unlock()
+		switch {
+		case cmd == nil:
+			if err := n.restart(); err != nil {
+				return err
+			}
+		case stopped:
+			if err := n.resume(); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range c.nodes {
+		if err := n.waitReady(30 * time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finalReads reads every key the clients used through every node, once
+// the faults are healed, adding the reads to the history, and returns
+// the values read through the first node.
+func finalReads(t *testing.T, c *cluster, h *history) map[string]output {
+	keys := map[string]bool{}
+	for _, r := range h.records {
+		keys[r.in.key] = true
+	}
+	finals := map[string]output{}
+	for i, n := range c.nodes {
+		rdb := newClient(n, 1)
+		defer rdb.Close()
+		client := h.newClient()
+		var recs []record
+		for key := range keys {
+			in := input{kind: opGet, key: key}
+			var r record
+			err := poll(30*time.Second, func(context.Context) bool {
+				r = invoke(h, rdb, in)
+				return r.outcome == ok
+			})
+			if err != nil {
+				t.Fatalf("final read of %s through %s: %s (%v): the cluster did not recover", key, n.id, r.reason, err)
+			}
+			r.client, r.node, r.final = client, n.id, true
+			recs = append(recs, r)
+			if i == 0 {
+				finals[key] = r.out
+			}
+		}
+		h.add(recs)
+	}
+	return finals
+}
+
+// checkLinearizable checks the history with porcupine; on failure it
+// writes a visualization and a listing of each failing key's history.
+func checkLinearizable(t *testing.T, h *history, timeout time.Duration) {
+	ops := h.operations()
+	begin := time.Now()
+	res := porcupine.CheckOperationsTimeout(model, ops, timeout)
+	t.Logf("linearizability check of %d operations on %d keys: %s in %v",
+		len(ops), len(partitionByKey(ops)), res, time.Since(begin).Round(time.Millisecond))
+	if res == porcupine.Ok {
+		return
+	}
+	if res == porcupine.Unknown {
+		t.Errorf("linearizability check timed out after %v: result unknown (history too long or too concurrent)", timeout)
+	}
+	dir := outDir(t)
+	for _, part := range partitionByKey(ops) {
+		key := part[0].Input.(input).key
+		begin := time.Now()
+		res := porcupine.CheckOperationsTimeout(model, part, timeout/4)
+		if res == porcupine.Ok {
+			continue
+		}
+		open := 0
+		for _, op := range part {
+			if op.Output.(output).unknown {
+				open++
+			}
+		}
+		t.Logf("key %s: %d operations, %d of unknown outcome: %s in %v", key, len(part), open, res, time.Since(begin).Round(time.Millisecond))
+		if res == porcupine.Unknown {
+			continue
+		}
+		res, info := porcupine.CheckOperationsVerbose(model, part, timeout)
+		info.AddAnnotations(h.annotations())
+		name := strings.ReplaceAll(key, ":", "_")
+		html := filepath.Join(dir, name+".html")
+		if err := porcupine.VisualizePath(model, info, html); err != nil {
+			t.Logf("visualizing %s: %v", key, err)
+		}
+		txt := filepath.Join(dir, name+".txt")
+		if err := os.WriteFile(txt, []byte(h.dump(key)), 0o644); err != nil {
+			t.Logf("writing %s: %v", txt, err)
+		}
+		t.Errorf("history of key %s (%d operations) is not linearizable (%s); visualization %s, listing %s",
+			key, len(part), res, html, txt)
+	}
+}
+
+// outDir returns the directory for the artifacts of a failed check:
+// PRESENCED_CHAOS_OUT, or a new directory that outlives the test.
+func outDir(t *testing.T) string {
+	if d := os.Getenv("PRESENCED_CHAOS_OUT"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d, err := os.MkdirTemp("", "presenced-chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// checkNoLostWrites checks the final values against the acknowledged
+// writes: a counter holds at least its acknowledged INCRs and at most
+// those and the unknown ones; a grow key has every bit an acknowledged
+// SETBIT set, and no bit that no SETBIT may have set.
+func checkNoLostWrites(t *testing.T, h *history, finals map[string]output) {
+	acked, maybe := map[string]int64{}, map[string]int64{}
+	setBits, maybeBits := map[string]map[int64]bool{}, map[string]map[int64]bool{}
+	for _, r := range h.records {
+		if r.final || !r.in.kind.write() || r.outcome == failed {
+			continue
+		}
+		key := r.in.key
+		switch {
+		case r.in.kind == opIncr && r.outcome == ok:
+			acked[key]++
+		case r.in.kind == opIncr:
+			maybe[key]++
+		case strings.HasPrefix(key, "grow:"):
+			if maybeBits[key] == nil {
+				setBits[key], maybeBits[key] = map[int64]bool{}, map[int64]bool{}
+			}
+			maybeBits[key][r.in.offset] = true
+			if r.outcome == ok {
+				setBits[key][r.in.offset] = true
+			}
+		}
+	}
+	var incrs, bitsSet int64
+	for key, n := range acked {
+		incrs += n
+		got, err := strconv.ParseInt(finals[key].s, 10, 64)
+		if err != nil || got < n || got > n+maybe[key] {
+			t.Errorf("counter %s is %q after %d acknowledged and %d unknown INCRs", key, finals[key].s, n, maybe[key])
+		}
+	}
+	for key, want := range setBits {
+		v := finals[key].s
+		var lost, extra []int64
+		for off := range int64(len(v) * 8) {
+			if bitAt(v, off) == 1 && !maybeBits[key][off] {
+				extra = append(extra, off)
+			}
+		}
+		for off := range want {
+			bitsSet++
+			if bitAt(v, off) == 0 {
+				lost = append(lost, off)
+			}
+		}
+		if len(lost)+len(extra) > 0 {
+			slices.Sort(lost)
+			t.Errorf("%s: acknowledged SETBITs lost at offsets %v; bits set that no SETBIT set: %v", key, lost, extra)
+		}
+	}
+	t.Logf("lost-write check: %d counters (%d acknowledged INCRs), %d grow bitmaps (%d acknowledged bits)",
+		len(acked), incrs, len(setBits), bitsSet)
+}
+
+// checkConverged waits until the three nodes report the same applied
+// index in RAFT INFO and checks that their digests then agree. Ticks
+// advance the log all the time, so it keeps every reply and compares the
+// first index all three were seen at.
+func checkConverged(t *testing.T, c *cluster) {
+	seen := make([]map[string]string, len(c.nodes)) // per node: applied index -> digest
+	for i := range seen {
+		seen[i] = map[string]string{}
+	}
+	var index string
+	err := poll(60*time.Second, func(ctx context.Context) bool {
+		var wg sync.WaitGroup
+		infos := make([]map[string]string, len(c.nodes))
+		for i, n := range c.nodes {
+			wg.Go(func() { infos[i], _ = n.raftInfo(ctx) })
+		}
+		wg.Wait()
+		for i, info := range infos {
+			if info != nil {
+				seen[i][info["applied_index"]] = info["digest"]
+			}
+		}
+		for idx := range seen[0] {
+			if _, ok1 := seen[1][idx]; ok1 {
+				if _, ok2 := seen[2][idx]; ok2 {
+					index = idx
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Errorf("the nodes never reported the same applied index: %v", err)
+		return
+	}
+	d := []string{seen[0][index], seen[1][index], seen[2][index]}
+	if d[0] != d[1] || d[1] != d[2] {
+		t.Errorf("digests differ at applied index %s: n1 %s, n2 %s, n3 %s", index, d[0], d[1], d[2])
+		return
+	}
+	t.Logf("replicas converged: applied index %s, digest %s on all three", index, d[0])
+}

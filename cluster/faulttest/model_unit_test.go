@@ -1,0 +1,95 @@
+//go:build unix
+
+package faulttest
+
+import (
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// op builds a history entry for the model tests.
+func op(client int, call, ret int64, in input, out output) porcupine.Operation {
+	return porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret}
+}
+
+// TestModel checks that the model accepts linearizable histories and
+// rejects the anomalies the fault test looks for: a stale read, a lost
+// acknowledged write, a write that failed definitely but took effect.
+func TestModel(t *testing.T) {
+	incr := input{kind: opIncr, key: "c"}
+	get := input{kind: opGet, key: "c"}
+	setbit := func(off int64, b int) input { return input{kind: opSetBit, key: "b", offset: off, bit: b} }
+	getbit := func(off int64) input { return input{kind: opGetBit, key: "b", offset: off} }
+	count := input{kind: opBitCount, key: "b"}
+	cases := []struct {
+		name string
+		ok   bool
+		ops  []porcupine.Operation
+	}{
+		{"sequential", true, []porcupine.Operation{
+			op(0, 0, 1, incr, output{n: 1}),
+			op(0, 2, 3, get, output{s: "1"}),
+			op(1, 4, 5, setbit(9, 1), output{n: 0}),
+			op(1, 6, 7, getbit(9), output{n: 1}),
+			op(1, 8, 9, input{kind: opGet, key: "b"}, output{s: "\x00\x40"}),
+			op(1, 10, 11, count, output{n: 1}),
+		}},
+		{"concurrent reads either side", true, []porcupine.Operation{
+			op(0, 0, 10, incr, output{n: 1}),
+			op(1, 1, 2, get, output{missing: true}),
+			op(2, 3, 4, get, output{s: "1"}),
+		}},
+		{"stale read", false, []porcupine.Operation{
+			op(0, 0, 1, incr, output{n: 1}),
+			op(1, 2, 3, get, output{missing: true}),
+		}},
+		{"lost write", false, []porcupine.Operation{
+			op(0, 0, 1, incr, output{n: 1}),
+			op(0, 2, 3, incr, output{n: 2}),
+			op(1, 4, 5, incr, output{n: 2}),
+		}},
+		{"unknown write may have happened", true, []porcupine.Operation{
+			op(0, 0, 0, incr, output{unknown: true}),
+			op(1, 1, 2, incr, output{n: 2}),
+			op(1, 3, 4, get, output{s: "2"}),
+		}},
+		{"unknown increments realized later", true, []porcupine.Operation{
+			op(0, 0, 0, incr, output{unknown: true}),
+			op(1, 1, 1, incr, output{unknown: true}),
+			op(2, 2, 3, get, output{missing: true}),
+			op(2, 4, 5, incr, output{n: 2}),
+			op(2, 6, 7, get, output{s: "3"}),
+		}},
+		{"more increments than invoked", false, []porcupine.Operation{
+			op(0, 0, 0, incr, output{unknown: true}),
+			op(2, 2, 3, get, output{s: "2"}),
+		}},
+		{"increment seen before invoked", false, []porcupine.Operation{
+			op(2, 2, 3, get, output{s: "1"}),
+			op(0, 5, 5, incr, output{unknown: true}),
+		}},
+		{"realized increment cannot be undone", false, []porcupine.Operation{
+			op(0, 0, 0, incr, output{unknown: true}),
+			op(2, 2, 3, get, output{s: "1"}),
+			op(2, 4, 5, get, output{missing: true}),
+		}},
+		{"unknown write may not have happened", true, []porcupine.Operation{
+			op(0, 0, 100, setbit(3, 1), output{unknown: true}),
+			op(1, 1, 2, getbit(3), output{n: 0}),
+		}},
+		{"dropped failed write took effect", false, []porcupine.Operation{
+			op(1, 1, 2, getbit(3), output{n: 1}),
+		}},
+		{"bit cleared", false, []porcupine.Operation{
+			op(0, 0, 1, setbit(3, 1), output{n: 0}),
+			op(0, 2, 3, setbit(3, 0), output{n: 1}),
+			op(1, 4, 5, count, output{n: 1}),
+		}},
+	}
+	for _, c := range cases {
+		if got := porcupine.CheckOperations(model, c.ops); got != c.ok {
+			t.Errorf("%s: linearizable = %v, want %v", c.name, got, c.ok)
+		}
+	}
+}
