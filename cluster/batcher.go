@@ -60,11 +60,42 @@ var requests = sync.Pool{New: func() any { return &request{done: make(chan error
 // proposal is an entry handed to raft and the batches it carries. The
 // future is waited for by a goroutine of its own, which sets err and resp
 // and closes resolved.
+//
+// The callers are answered once, by whoever takes the proposal out of the
+// FSM's pending entries: the FSM when it applies the entry (it applies the
+// callers' own commands, writing replies straight into their buffers, and
+// saves decoding the entry and copying replies), or the completer when
+// raft failed the entry before the FSM saw it.
 type proposal struct {
+	b        *batcher
+	key      *byte // the entry's first byte, its key in the FSM's pending entries
+	time     int64
 	reqs     []*request
+	batches  [][]store.Command
 	resolved chan struct{}
 	err      error
 	resp     any
+}
+
+// apply applies the proposal's batches to sm, as the FSM applying its
+// entry, and answers the callers.
+func (p *proposal) apply(sm StateMachine) {
+	outs := make([]*store.Replies, len(p.reqs))
+	for i, r := range p.reqs {
+		outs[i] = r.out
+		if outs[i] == nil {
+			outs[i] = new(store.Replies) // a tick's; nobody reads it
+		}
+	}
+	sm.ApplyEach(p.time, p.batches, outs)
+	for _, r := range p.reqs {
+		if r.done != nil {
+			p.b.batches.Add(1)
+			p.b.commands.Add(uint64(len(r.cmds)))
+		}
+		p.b.respond(r, nil)
+	}
+	<-p.b.slots
 }
 
 func newBatcher(r *raft.Raft, f *fsm, cfg *Config, quit, raftDown <-chan struct{}) *batcher {
@@ -194,8 +225,10 @@ func (b *batcher) propose(reqs []*request) *proposal {
 		batches[i] = r.cmds
 		size += r.size
 	}
-	data := encodeEntry(time.Now().UnixMilli(), batches, size)
-	p := &proposal{reqs: reqs, resolved: make(chan struct{})}
+	now := time.Now().UnixMilli()
+	data := encodeEntry(now, batches, size)
+	p := &proposal{b: b, key: &data[0], time: now, reqs: reqs, batches: batches, resolved: make(chan struct{})}
+	b.fsm.pending.Store(p.key, p)
 	f := b.r.Apply(data, 0)
 	b.entries.Add(1)
 	// Not a tracked goroutine: raft resolves every future it accepted,
@@ -229,8 +262,12 @@ func (b *batcher) completeLoop() {
 				err = raft.ErrRaftShutdown
 			}
 		}
-		b.finish(p.reqs, resp, outcomeError(err))
-		<-b.slots
+		if _, mine := b.fsm.pending.LoadAndDelete(p.key); mine {
+			// The FSM did not apply the entry (or not from this
+			// proposal's bytes): answer from raft's outcome.
+			b.finish(p.reqs, resp, outcomeError(err))
+			<-b.slots
+		}
 	}
 }
 

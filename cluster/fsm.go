@@ -22,6 +22,9 @@ type StateMachine interface {
 	// ms) and appends their replies to out. It must be deterministic: the
 	// same batches at the same times give the same state on every replica.
 	Apply(cmds []store.Command, now int64, out *store.Replies)
+	// ApplyEach is Apply of the concatenation of batches, with each
+	// batch's replies appended to its own outs[i].
+	ApplyEach(now int64, batches [][]store.Command, outs []*store.Replies)
 	// Snapshot captures the current state. It runs between two Applies
 	// and must be quick (clone or copy-on-write); the returned writer
 	// encodes the captured state later, concurrently with further Applies.
@@ -44,6 +47,11 @@ type fsm struct {
 	replies  sync.Pool     // of *store.Replies
 	applied  progress      // index of the latest entry of commands applied
 	restores atomic.Uint64 // snapshots restored
+
+	// pending holds the entries this node proposed and has not applied,
+	// by their first byte (*byte -> *proposal): the FSM applies such an
+	// entry from its proposal instead of decoding it.
+	pending sync.Map
 
 	logBytes     atomic.Int64  // bytes of entries applied
 	snapshotMark int64         // logBytes at the latest snapshot, set by Snapshot
@@ -72,6 +80,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 		select {
 		case f.due <- struct{}{}:
 		default:
+		}
+	}
+	if len(l.Data) > 0 {
+		if p, ok := f.pending.LoadAndDelete(&l.Data[0]); ok {
+			p.(*proposal).apply(f.sm)
+			return nil
 		}
 	}
 	e, err := decodeEntry(l.Data)

@@ -309,15 +309,23 @@ type gatedMachine struct {
 }
 
 func (g *gatedMachine) Apply(cmds []store.Command, now int64, out *store.Replies) {
-	if !g.armed.Load() {
-		g.StateMachine.Apply(cmds, now, out)
-		return
-	}
-	g.once.Do(func() {
-		close(g.blocked)
-		<-g.release
-	})
+	g.gate()
 	g.StateMachine.Apply(cmds, now, out)
+}
+
+func (g *gatedMachine) ApplyEach(now int64, batches [][]store.Command, outs []*store.Replies) {
+	g.gate()
+	g.StateMachine.ApplyEach(now, batches, outs)
+}
+
+// gate holds the first call after the machine is armed until released.
+func (g *gatedMachine) gate() {
+	if g.armed.Load() {
+		g.once.Do(func() {
+			close(g.blocked)
+			<-g.release
+		})
+	}
 }
 
 // TestGroupCommit lines up many callers behind an entry in flight and

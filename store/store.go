@@ -99,19 +99,45 @@ func newDB() *db {
 func (s *Store) Apply(cmds []Command, now int64, out *Replies) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	c := s.startApply(now)
+	defer func() { *c = ctx{} }()
+	c.w = &out.Writer
+	for _, cmd := range cmds {
+		c.exec(cmd)
+		out.Ends = append(out.Ends, out.Len())
+	}
+}
+
+// startApply moves the store's time to now (never backwards), expires the
+// keys whose TTL passed, and returns the write path's context. The caller
+// holds the write lock, sets the context's writer and clears the context
+// when done. Handlers take the context by pointer, which would move it to
+// the heap on every batch; the write lock makes one per store enough.
+func (s *Store) startApply(now int64) *ctx {
 	if now < s.mu.now {
 		now = s.mu.now // log time never runs backwards
 	}
 	s.mu.now = now
 	s.expireLocked(now)
-	// Handlers take the context by pointer, which would move it to the
-	// heap on every batch; the write lock makes one per store enough.
 	c := &s.mu.applyCtx
-	*c = ctx{s: s, now: now, w: &out.Writer, write: true}
+	*c = ctx{s: s, now: now, write: true}
+	return c
+}
+
+// ApplyEach applies batches in order at time now as one Apply of their
+// concatenation would — the same state, the same replies — but appends
+// each batch's replies to its own outs[i].
+func (s *Store) ApplyEach(now int64, batches [][]Command, outs []*Replies) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.startApply(now)
 	defer func() { *c = ctx{} }()
-	for _, cmd := range cmds {
-		c.exec(cmd)
-		out.Ends = append(out.Ends, out.Len())
+	for i, cmds := range batches {
+		c.w = &outs[i].Writer
+		for _, cmd := range cmds {
+			c.exec(cmd)
+			outs[i].Ends = append(outs[i].Ends, outs[i].Len())
+		}
 	}
 }
 

@@ -1,0 +1,61 @@
+package store
+
+import (
+	"math/rand"
+	"strconv"
+	"testing"
+)
+
+// TestApplyEachIsApply checks that applying batches with ApplyEach leaves
+// the same state and replies as applying their concatenation with Apply,
+// TTLs that end within the batches included.
+func TestApplyEachIsApply(t *testing.T) {
+	rnd := rand.New(rand.NewSource(2))
+	each, whole := New(), New()
+	keys := []string{"a", "b", "c"}
+	for i := range 500 {
+		now := int64(1_000_000 + i*7)
+		var batches [][]Command
+		var all []Command
+		for range 1 + rnd.Intn(4) {
+			var b []Command
+			for range rnd.Intn(4) {
+				k := keys[rnd.Intn(len(keys))]
+				var c Command
+				switch rnd.Intn(5) {
+				case 0:
+					c = bmCommand("SETBIT", k, strconv.Itoa(rnd.Intn(40)), "1")
+				case 1:
+					c = bmCommand("SET", k, "v", "PX", strconv.Itoa(1+rnd.Intn(20)))
+				case 2:
+					c = bmCommand("PEXPIREAT", k, strconv.FormatInt(now-int64(rnd.Intn(3)), 10))
+				case 3:
+					c = bmCommand("INCR", "n")
+				default:
+					c = bmCommand("BITCOUNT", k)
+				}
+				c.DB = rnd.Intn(2)
+				b = append(b, c)
+			}
+			batches = append(batches, b)
+			all = append(all, b...)
+		}
+		outs := make([]*Replies, len(batches))
+		for j := range outs {
+			outs[j] = new(Replies)
+		}
+		each.ApplyEach(now, batches, outs)
+		var want Replies
+		whole.Apply(all, now, &want)
+		got := ""
+		for _, o := range outs {
+			got += string(o.B)
+		}
+		if got != string(want.B) {
+			t.Fatalf("step %d: ApplyEach replies %q, Apply %q", i, got, want.B)
+		}
+		if each.Digest() != whole.Digest() {
+			t.Fatalf("step %d: states differ", i)
+		}
+	}
+}
