@@ -45,7 +45,7 @@ type fsm struct {
 	sm       StateMachine
 	log      hclog.Logger
 	replies  sync.Pool     // of *store.Replies
-	applied  progress      // index of the latest entry of commands applied
+	applied  progress      // index of the latest entry of commands or membership applied
 	restores atomic.Uint64 // snapshots restored
 
 	// pending holds the entries this node proposed and has not applied,

@@ -679,10 +679,10 @@ func (n *Node) WaitLeader(ctx context.Context) (string, error) {
 	}
 }
 
-// WaitApplied waits until this node's store has applied an entry of
-// commands at index or later. Raft's own entries (elections, membership,
-// barriers) do not reach the store: waiting for one of their indexes
-// returns with the next entry of commands, a tick at the latest.
+// WaitApplied waits until this node has applied an entry of commands or
+// a membership change at index or later. Raft's other entries (a new
+// leader's first, barriers) are not applied: waiting for one of their
+// indexes returns with the next entry of commands, a tick at the latest.
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 	return n.fsm.applied.wait(ctx, index)
 }
