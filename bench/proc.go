@@ -74,20 +74,22 @@ func asServer(p *redisserver.Process, err error) (server, error) {
 	return p, nil
 }
 
-// readRSS returns the resident set size of process pid in bytes, from
-// VmRSS in /proc/<pid>/status.
+// readRSS returns the anonymous resident memory of process pid in bytes,
+// from RssAnon in /proc/<pid>/status: the heap and stacks, without the
+// file-backed pages (the binary, and presenced's memory-mapped Raft log,
+// which are the kernel's page cache and go under memory pressure).
 func readRSS(pid int) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, err
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, "RssAnon:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("bench: no VmRSS for process %d", pid)
+	return 0, fmt.Errorf("bench: no RssAnon for process %d", pid)
 }
 
 // clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat;

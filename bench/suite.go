@@ -224,7 +224,7 @@ var groupRunners = map[string]func(*suite) error{
 // datasets measures the memory of each data set and BITCOUNT on some.
 func (s *suite) datasets() error {
 	cfg := s.cfg
-	mem := Group{Title: "Memory for the data", Note: "RSS (VmRSS) after loading the key minus RSS of the same server empty (after it served a short warm-up load on a scratch key, since deleted), both read after MEMORY PURGE once RSS is stable; a fresh pair of servers per row."}
+	mem := Group{Title: "Memory for the data", Note: "anonymous RSS (RssAnon: heap and stacks; not file-backed pages such as presenced's memory-mapped Raft log, which are page cache) after loading the key minus that of the same server empty (after it served a short warm-up load on a scratch key, since deleted), both read after MEMORY PURGE once RSS is stable; a fresh pair of servers per row."}
 	bc := Group{Title: "BITCOUNT of a whole key", Throughput: true, Note: fmt.Sprintf("`BITCOUNT %s` with no range, pipeline 1 (Redis's scan of the whole string makes deeper pipelines time out).", datasetKey)}
 	for _, ds := range []dataset{
 		{ids: cfg.SmallIDs, space: cfg.Space, memTarget: targetMemSmall, bitcount: true},
