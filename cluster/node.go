@@ -27,7 +27,7 @@ import (
 
 // Tuning that operators have no reason to change.
 const (
-	logCacheSize      = 16               // recent entries raft keeps in memory, for replication
+	logCacheSize      = 4                // recent entries raft keeps in memory, for replication
 	snapshotsRetained = 2                // snapshots kept in Dir
 	tcpMaxPool        = 3                // connections kept per peer
 	tcpTimeout        = 10 * time.Second // I/O timeout of the raft transport
@@ -244,7 +244,11 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 	path := filepath.Join(n.cfg.Dir, "raft.db")
 	bolt, err := openBolt(raftboltdb.Options{
 		Path:        path,
-		BoltOptions: &bbolt.Options{Timeout: lockTimeout},
+		// The log grows and is compacted in runs of whole pages: a free
+		// list of runs (hashmap) is a fraction of the size of one of
+		// pages, and not writing it at each commit saves page writes;
+		// bbolt rebuilds it when it opens the file.
+		BoltOptions: &bbolt.Options{Timeout: lockTimeout, FreelistType: bbolt.FreelistMapType, NoFreelistSync: true},
 		NoSync:      n.cfg.AppendFsync != FsyncAlways,
 	})
 	if errors.Is(err, bbolt.ErrTimeout) {
