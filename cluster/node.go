@@ -243,7 +243,7 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 	}
 	path := filepath.Join(n.cfg.Dir, "raft.db")
 	bolt, err := openBolt(raftboltdb.Options{
-		Path:        path,
+		Path: path,
 		// The log grows and is compacted in runs of whole pages: a free
 		// list of runs (hashmap) is a fraction of the size of one of
 		// pages, and not writing it at each commit saves page writes;
