@@ -153,6 +153,19 @@ func (s *Store) Now() int64 {
 // lock, appending each reply to out. Keys whose TTL passed before now
 // read as absent. A command that would write is refused.
 func (s *Store) Read(cmds []Command, now int64, out *Replies) {
+	s.read(now, out, func(c *ctx) bool {
+		for _, cmd := range cmds {
+			c.exec(cmd)
+			out.Ends = append(out.Ends, out.Len())
+		}
+		return true
+	})
+}
+
+// read runs f under the read lock with a read-path context writing to
+// out, at time now or the store's time if that is later, and returns
+// what f returns.
+func (s *Store) read(now int64, out *Replies, f func(c *ctx) bool) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if now < s.mu.now {
@@ -164,10 +177,7 @@ func (s *Store) Read(cmds []Command, now int64, out *Replies) {
 		*c = ctx{}
 		readCtxs.Put(c)
 	}()
-	for _, cmd := range cmds {
-		c.exec(cmd)
-		out.Ends = append(out.Ends, out.Len())
-	}
+	return f(c)
 }
 
 // readCtxs recycles the contexts of concurrent reads, so that reading

@@ -10,28 +10,19 @@ import "github.com/presenced/presenced/proto"
 // out of its AOF and replication stream). When any command would change
 // something, or is not a SETBIT, it appends nothing and returns false.
 func (s *Store) ReadUnchanged(cmds []Command, now int64, out *Replies) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if now < s.mu.now {
-		now = s.mu.now
-	}
-	c := readCtxs.Get().(*ctx)
-	*c = ctx{s: s, now: now, w: &out.Writer}
-	defer func() {
-		*c = ctx{}
-		readCtxs.Put(c)
-	}()
-	for _, cmd := range cmds {
-		if !c.setbitUnchanged(cmd) {
-			return false
+	return s.read(now, out, func(c *ctx) bool {
+		for _, cmd := range cmds {
+			if !c.setbitUnchanged(cmd) {
+				return false
+			}
 		}
-	}
-	for _, cmd := range cmds {
-		// An unchanged SETBIT answers the value it was asked to set.
-		out.Int(int64(cmd.Args[3][0] - '0'))
-		out.Ends = append(out.Ends, out.Len())
-	}
-	return true
+		for _, cmd := range cmds {
+			// An unchanged SETBIT answers the value it was asked to set.
+			out.Int(int64(cmd.Args[3][0] - '0'))
+			out.Ends = append(out.Ends, out.Len())
+		}
+		return true
+	})
 }
 
 // setbitUnchanged reports whether cmd is a well-formed SETBIT of a bit of
