@@ -574,13 +574,16 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 
 func (n *Node) leaderReadIndex() (uint64, error) {
 	term := n.raft.CurrentTerm()
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
-	defer cancel()
 	if n.raft.State() != raft.Leader {
 		return 0, ErrNotLeader
 	}
-	if err := n.ready.wait(ctx, term); err != nil {
-		return 0, ErrNoLeader
+	if n.ready.get() < term {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
+		err := n.ready.wait(ctx, term)
+		cancel()
+		if err != nil {
+			return 0, ErrNoLeader
+		}
 	}
 	index := n.raft.CommitIndex()
 	if err := n.raft.VerifyLeader().Error(); err != nil {
@@ -617,6 +620,15 @@ func (n *Node) followerReadIndex() (uint64, error) {
 // leads) and waits until the store has applied it. Concurrent calls share
 // the request to the leader.
 func (n *Node) ReadBarrier(ctx context.Context) error {
+	if n.raft.State() == raft.Leader {
+		// The common case, without a timer: the leader's own round is
+		// bounded (by LeaderWait and the leader lease), and the store
+		// has usually applied the commit index already.
+		index, err := n.leaderReads.do(ctx)
+		if err == nil && n.fsm.applied.get() >= index {
+			return nil
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.LeaderWait)
 	defer cancel()
 	reads := &n.followerReads
