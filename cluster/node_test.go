@@ -642,11 +642,7 @@ func redisError(err error) string {
 // TestDirInUse checks that a second node on the same directory is refused
 // instead of sharing the log.
 func TestDirInUse(t *testing.T) {
-	cfg := testConfig("solo")
-	cfg.Bootstrap = true
-	cfg.AppendOnly = true
-	cfg.Dir = t.TempDir()
-	cfg.RaftAddr = "127.0.0.1:0"
+	cfg := durableConfig(t, "solo")
 	openTest(t, cfg, FromStore(store.New()))
 	n, err := Open(cfg, FromStore(store.New()), nil)
 	if err == nil {
@@ -691,11 +687,7 @@ func TestSnapshotBySize(t *testing.T) {
 // TestDirOfAnotherNode checks that a node refuses a data dir holding
 // another node's raft state, naming the file that says whose it is.
 func TestDirOfAnotherNode(t *testing.T) {
-	cfg := testConfig("first")
-	cfg.Bootstrap = true
-	cfg.AppendOnly = true
-	cfg.Dir = t.TempDir()
-	cfg.RaftAddr = "127.0.0.1:0"
+	cfg := durableConfig(t, "first")
 	n := openTest(t, cfg, FromStore(store.New()))
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
@@ -716,11 +708,7 @@ func TestDirOfAnotherNode(t *testing.T) {
 // TestDamagedLog checks that a node whose log has a damaged entry refuses
 // to start, naming the log file, instead of skipping the entry.
 func TestDamagedLog(t *testing.T) {
-	cfg := testConfig("solo")
-	cfg.Bootstrap = true
-	cfg.AppendOnly = true
-	cfg.Dir = t.TempDir()
-	cfg.RaftAddr = "127.0.0.1:0"
+	cfg := durableConfig(t, "solo")
 	n := openTest(t, cfg, FromStore(store.New()))
 	waitReady(t, n)
 	const marker = "a-value-to-find-in-the-log-file"
@@ -748,4 +736,15 @@ func TestDamagedLog(t *testing.T) {
 	if !strings.Contains(err.Error(), path) || !errors.Is(err, ErrBadEntry) {
 		t.Fatalf("error does not name the damaged log: %v", err)
 	}
+}
+
+// durableConfig is testConfig for a one-node cluster that keeps its log
+// and snapshots in a fresh directory and listens on TCP.
+func durableConfig(t *testing.T, id string) Config {
+	cfg := testConfig(id)
+	cfg.Bootstrap = true
+	cfg.AppendOnly = true
+	cfg.Dir = t.TempDir()
+	cfg.RaftAddr = "127.0.0.1:0"
+	return cfg
 }
