@@ -6,13 +6,15 @@ import "strings"
 type Flag uint32
 
 // Command flags. Write and ReadOnly decide how the server routes a command;
-// NoAuth marks commands allowed before AUTH; the others are reported by
-// COMMAND INFO as Redis reports them.
+// NoAuth marks commands allowed before AUTH; PubSub marks the publish and
+// subscribe commands (and gives them the @pubsub ACL category); the others
+// are reported by COMMAND INFO as Redis reports them.
 const (
 	Write Flag = 1 << iota
 	ReadOnly
 	DenyOOM
 	Admin
+	PubSub
 	NoScript
 	Loading
 	Stale
@@ -22,7 +24,7 @@ const (
 	SkipSlowlog
 )
 
-var flagNames = []string{"write", "readonly", "denyoom", "admin", "noscript", "loading", "stale", "fast", "no_auth", "allow_busy", "skip_slowlog"}
+var flagNames = []string{"write", "readonly", "denyoom", "admin", "pubsub", "noscript", "loading", "stale", "fast", "no_auth", "allow_busy", "skip_slowlog"}
 
 // Names lists the flags set in f, in Redis's order.
 func (f Flag) Names() []string {
@@ -142,6 +144,39 @@ var table = []*Spec{
 		Summary:    "Perform bitwise operations between strings",
 		Complexity: "O(N)",
 		Syntax:     "operation destkey key [key ...]"},
+	{Name: "bitsetex", Arity: -4, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "0.2.0",
+		Summary:    "Sets bits and arms a deadline in seconds for each of them (presenced)",
+		Complexity: "O(N) where N is the number of offsets",
+		Syntax:     "key seconds offset [offset ...]"},
+	{Name: "bitpsetex", Arity: -4, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "0.2.0",
+		Summary:    "Sets bits and arms a deadline in milliseconds for each of them (presenced)",
+		Complexity: "O(N) where N is the number of offsets",
+		Syntax:     "key milliseconds offset [offset ...]"},
+	{Name: "bitttl", Arity: 3, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "0.2.0",
+		Summary:    "Returns the time to live of a bit in seconds (presenced)",
+		Complexity: "O(1)",
+		Syntax:     "key offset"},
+	{Name: "bitpttl", Arity: 3, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "0.2.0",
+		Summary:    "Returns the time to live of a bit in milliseconds (presenced)",
+		Complexity: "O(1)",
+		Syntax:     "key offset"},
+	{Name: "getbits", Arity: -3, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "0.2.0",
+		Summary:    "Returns the bit values at several offsets (presenced)",
+		Complexity: "O(N) where N is the number of offsets",
+		Syntax:     "key offset [offset ...]"},
+	{Name: "bitscan", Arity: -3, Flags: ReadOnly, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "0.2.0",
+		Summary:    "Incrementally iterates the offsets of the set bits (presenced)",
+		Complexity: "O(1) for every call. O(N) for a complete iteration.",
+		Syntax:     "key cursor [COUNT count]"},
+	{Name: "bitopcount", Arity: -3, Flags: ReadOnly, FirstKey: 2, LastKey: -1, Step: 1, Group: "bitmap", Since: "0.2.0",
+		Summary:    "Counts the set bits of a bitwise operation between strings without storing it (presenced)",
+		Complexity: "O(N)",
+		Syntax:     "<AND | OR | XOR | NOT | DIFF | DIFF1 | ANDOR | ONE> key [key ...]"},
+	{Name: "bitrecent", Arity: -3, Flags: ReadOnly, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "0.2.0",
+		Summary:    "Counts and lists, newest first, the bits armed within the last seconds (presenced)",
+		Complexity: "O(N) where N is the number of bits armed in that time",
+		Syntax:     "key seconds [LIMIT count]"},
+	{Name: "bitttlrules", Arity: -1, Flags: Write | Admin | NoScript | Loading | Stale, Group: "server", Since: "0.2.0", Summary: "Replaces the bit-TTL rules (presenced; CONFIG SET bit-ttl sends it)", Complexity: "O(N) where N is the number of rules", Syntax: "[pattern seconds [pattern seconds ...]]"},
 	{Name: "bitfield", Arity: -2, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "3.2.0",
 		Summary:    "Perform arbitrary bitfield integer operations on strings",
 		Complexity: "O(1) for each subcommand specified",
@@ -430,6 +465,39 @@ var table = []*Spec{
 		Subcommands: []*Spec{
 			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
 			{Name: "flush", Arity: -2, Flags: Write | NoScript, Summary: "Deleting all functions", Syntax: "[ASYNC | SYNC]"},
+		}},
+	{Name: "subscribe", Arity: -2, Flags: PubSub | NoScript | Loading | Stale, Group: "pubsub", Since: "2.0.0",
+		Summary:    "Listen for messages published to the given channels",
+		Complexity: "O(N) where N is the number of channels to subscribe to.",
+		Syntax:     "channel [channel ...]"},
+	{Name: "unsubscribe", Arity: -1, Flags: PubSub | NoScript | Loading | Stale, Group: "pubsub", Since: "2.0.0",
+		Summary:    "Stop listening for messages posted to the given channels",
+		Complexity: "O(N) where N is the number of clients already subscribed to a channel.",
+		Syntax:     "[channel [channel ...]]"},
+	{Name: "psubscribe", Arity: -2, Flags: PubSub | NoScript | Loading | Stale, Group: "pubsub", Since: "2.0.0",
+		Summary:    "Listen for messages published to channels matching the given patterns",
+		Complexity: "O(N) where N is the number of patterns the client is already subscribed to.",
+		Syntax:     "pattern [pattern ...]"},
+	{Name: "punsubscribe", Arity: -1, Flags: PubSub | NoScript | Loading | Stale, Group: "pubsub", Since: "2.0.0",
+		Summary:    "Stop listening for messages posted to channels matching the given patterns",
+		Complexity: "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).",
+		Syntax:     "[pattern [pattern ...]]"},
+	// PUBLISH reaches the subscribers of the node it is sent to, as in
+	// Redis Cluster it counts local receivers; it is not replicated, hence
+	// not flagged may_replicate.
+	{Name: "publish", Arity: 3, Flags: PubSub | Loading | Stale | Fast, Group: "pubsub", Since: "2.0.0",
+		Summary:    "Post a message to a channel",
+		Complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
+		Syntax:     "channel message"},
+	{Name: "pubsub", Arity: -2, Group: "pubsub", Since: "2.8.0",
+		Summary:    "A container for Pub/Sub commands",
+		Complexity: "Depends on subcommand.",
+
+		Subcommands: []*Spec{
+			{Name: "numpat", Arity: 2, Flags: PubSub | Loading | Stale, Summary: "Get the count of unique patterns pattern subscriptions"},
+			{Name: "channels", Arity: -2, Flags: PubSub | Loading | Stale, Summary: "List active channels", Syntax: "[pattern]"},
+			{Name: "numsub", Arity: -2, Flags: PubSub | Loading | Stale, Summary: "Get the count of subscribers for channels", Syntax: "[channel [channel ...]]"},
+			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
 		}},
 	{Name: "readonly", Arity: 1, Flags: Loading | Stale | Fast, Group: "cluster", Since: "3.0.0",
 		Summary:    "Enables read queries for a connection to a cluster replica node",

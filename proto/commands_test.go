@@ -329,6 +329,25 @@ parameter_value block flags=multiple
   parameter string
   value string
 `},
+	{cmd: "subscribe", want: `
+channel string flags=multiple
+`},
+	{cmd: "unsubscribe", want: `
+channel string flags=optional,multiple
+`},
+	{cmd: "punsubscribe", want: `
+pattern pattern flags=optional,multiple
+`},
+	{cmd: "publish", want: `
+channel string
+message string
+`},
+	{cmd: "pubsub|channels", want: `
+pattern pattern flags=optional
+`},
+	{cmd: "pubsub|numsub", want: `
+channel string flags=optional,multiple
+`},
 	{cmd: "memory|usage", want: `
 key key key_spec_index=0
 count integer token=SAMPLES flags=optional
@@ -364,5 +383,31 @@ func TestParseSyntaxRejectsMalformed(t *testing.T) {
 	}
 	if args, err := ParseSyntax("", "x"); err != nil || args != nil {
 		t.Errorf(`ParseSyntax("") = %v, %v; want no arguments`, args, err)
+	}
+}
+
+// TestFlagNamesInRedisOrder checks flags against COMMAND INFO of
+// redis-server 7.0.15, which lists them in a fixed order.
+func TestFlagNamesInRedisOrder(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		want string
+	}{
+		{"subscribe", "pubsub noscript loading stale"},
+		{"publish", "pubsub loading stale fast"},
+		{"pubsub|numpat", "pubsub loading stale"},
+		{"pubsub|help", "loading stale"},
+		{"exec", "noscript loading stale skip_slowlog"},
+		{"auth", "noscript loading stale fast no_auth allow_busy"},
+		{"config|set", "admin noscript loading stale"},
+	} {
+		name, sub, _ := strings.Cut(tc.cmd, "|")
+		spec := Lookup([]byte(name))
+		if sub != "" {
+			spec = spec.Sub([]byte(sub))
+		}
+		if got := strings.Join(spec.Flags.Names(), " "); got != tc.want {
+			t.Errorf("%s: flags %q, want %q", tc.cmd, got, tc.want)
+		}
 	}
 }
