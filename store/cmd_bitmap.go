@@ -14,6 +14,9 @@ var bitmapCommands = map[string]handler{
 	"bitop":       bitop,
 	"bitfield":    bitfield,
 	"bitfield_ro": bitfieldRO,
+	"getbits":     getbits,
+	"bitscan":     bitscan,
+	"bitopcount":  bitopcount,
 }
 
 // parseBitOffset parses a bit offset as Redis does: a non-negative

@@ -1,0 +1,104 @@
+package store
+
+import (
+	"fmt"
+	"math/rand"
+	"strconv"
+	"testing"
+
+	"github.com/presenced/presenced/proto"
+)
+
+// TestGetbitsModel compares GETBITS with the byte model on random
+// strings, raw and bitmap, and random offsets in random order, repeats
+// and offsets far beyond the string included.
+func TestGetbitsModel(t *testing.T) {
+	rnd := rand.New(rand.NewSource(11))
+	s := New()
+	for range 300 {
+		b := randomBits(rnd)
+		exists := rnd.Intn(10) > 0
+		if exists {
+			putString(s, rnd, "k", b)
+		} else {
+			b = nil
+			presRun(s, "DEL", "k")
+		}
+		args := []string{"GETBITS", "k"}
+		var w proto.Writer
+		n := 1 + rnd.Intn(40)
+		w.Array(n)
+		for range n {
+			off := rnd.Int63n(int64(len(b))*8 + 64)
+			if rnd.Intn(20) == 0 {
+				off = rnd.Int63n(1 << 32)
+			}
+			args = append(args, strconv.FormatInt(off, 10))
+			w.Int(int64(modelBit(b, off)))
+		}
+		if got := presRun(s, args...); got != string(w.B) {
+			t.Fatalf("%s: got %q, want %q", clipText(fmt.Sprint(args)), clipText(got), clipText(string(w.B)))
+		}
+	}
+}
+
+// TestGetbitsCases checks the edges: GETBIT's offset checks, applied to
+// every offset before anything is read, and the arity.
+func TestGetbitsCases(t *testing.T) {
+	s := bitmapFixture(t)
+	for _, st := range []bmStep{
+		{[]string{"GETBITS", "bm", "1", "0", "2", "1"}, rArr(rInt(1), rInt(0), rInt(1), rInt(1))},
+		{[]string{"GETBITS", "raw", "1", "0", "47", "48", "4294967295"}, rArr(rInt(1), rInt(0), rInt(0), rInt(0), rInt(0))},
+		{[]string{"GETBITS", "s", "11", "12"}, rArr(rInt(1), rInt(0))},
+		{[]string{"GETBITS", "nokey", "5", "4294967295"}, rArr(rInt(0), rInt(0))},
+		{[]string{"GETBITS", "bm", "1", "-1"}, rErr(proto.ErrBitOffset)},
+		{[]string{"GETBITS", "nokey", "4294967296"}, rErr(proto.ErrBitOffset)},
+		{[]string{"GETBITS", "bm", "abc", "1"}, rErr(proto.ErrBitOffset)},
+		{[]string{"GETBITS", "bm", "1", ""}, rErr(proto.ErrBitOffset)},
+		{[]string{"GETBITS", "bm"}, rErr("ERR wrong number of arguments for 'getbits' command")},
+	} {
+		if got := presRun(s, st.args...); got != st.want {
+			t.Errorf("%q: got %q, want %q", st.args, got, st.want)
+		}
+	}
+}
+
+// getbitsBench returns a store with a sparse bitmap of 10M possible
+// users, every third one online, and 500 random friends' offsets.
+func getbitsBench(b *testing.B) (*Store, []string) {
+	s := benchStore(b, 10_000_000, 3)
+	rnd := rand.New(rand.NewSource(1))
+	offs := make([]string, 500)
+	for i := range offs {
+		offs[i] = strconv.Itoa(rnd.Intn(10_000_000))
+	}
+	return s, offs
+}
+
+// BenchmarkGETBITS500 reads 500 bits with one GETBITS.
+func BenchmarkGETBITS500(b *testing.B) {
+	s, offs := getbitsBench(b)
+	cmds := []Command{bmCommand(append([]string{"GETBITS", "k"}, offs...)...)}
+	var r Replies
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset()
+		s.Read(cmds, 1000, &r)
+	}
+}
+
+// BenchmarkGETBIT500 reads the same 500 bits with 500 GETBITs in one
+// batch, as a pipelining client would.
+func BenchmarkGETBIT500(b *testing.B) {
+	s, offs := getbitsBench(b)
+	cmds := make([]Command, len(offs))
+	for i, off := range offs {
+		cmds[i] = bmCommand("GETBIT", "k", off)
+	}
+	var r Replies
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset()
+		s.Read(cmds, 1000, &r)
+	}
+}
