@@ -16,7 +16,6 @@ func TestApplyEachIsApply(t *testing.T) {
 	for i := range 500 {
 		now := int64(1_000_000 + i*7)
 		var batches [][]Command
-		var all []Command
 		for range 1 + rnd.Intn(4) {
 			var b []Command
 			for range rnd.Intn(4) {
@@ -38,24 +37,33 @@ func TestApplyEachIsApply(t *testing.T) {
 				b = append(b, c)
 			}
 			batches = append(batches, b)
-			all = append(all, b...)
 		}
-		outs := make([]*Replies, len(batches))
-		for j := range outs {
-			outs[j] = new(Replies)
-		}
-		each.ApplyEach(now, batches, outs)
-		var want Replies
-		whole.Apply(all, now, &want)
-		got := ""
-		for _, o := range outs {
-			got += string(o.B)
-		}
-		if got != string(want.B) {
-			t.Fatalf("step %d: ApplyEach replies %q, Apply %q", i, got, want.B)
-		}
-		if each.Digest() != whole.Digest() {
-			t.Fatalf("step %d: states differ", i)
-		}
+		checkApplyEach(t, i, each, whole, now, batches)
+	}
+}
+
+// checkApplyEach applies batches at now to each with ApplyEach and their
+// concatenation to whole with Apply, and fails the test unless the
+// replies and the resulting states are the same.
+func checkApplyEach(t *testing.T, step int, each, whole *Store, now int64, batches [][]Command) {
+	t.Helper()
+	var all []Command
+	outs := make([]*Replies, len(batches))
+	for j, b := range batches {
+		all = append(all, b...)
+		outs[j] = new(Replies)
+	}
+	each.ApplyEach(now, batches, outs)
+	var want Replies
+	whole.Apply(all, now, &want)
+	got := ""
+	for _, o := range outs {
+		got += string(o.B)
+	}
+	if got != string(want.B) {
+		t.Fatalf("step %d: ApplyEach replies %q, Apply %q", step, got, want.B)
+	}
+	if each.Digest() != whole.Digest() {
+		t.Fatalf("step %d: states differ", step)
 	}
 }

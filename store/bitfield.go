@@ -69,6 +69,10 @@ func bitfieldGeneric(c *ctx, args [][]byte, readOnly bool) {
 		e.v.toBitmap()
 		e.v.n = max(e.v.n, int64((last-1)/8)+1)
 	}
+	ttl := int64(0)
+	if last > 0 {
+		ttl = c.ruleTTL(args[1])
+	}
 	c.w.Array(len(ops))
 	for _, op := range ops {
 		if op.kind == 'g' {
@@ -82,6 +86,7 @@ func bitfieldGeneric(c *ctx, args [][]byte, readOnly bool) {
 			continue
 		}
 		e.v.setField(op.off, op.bits, nv)
+		c.fieldWritten(e, args[1], op.off, op.bits, ttl)
 		c.w.Int(int64(ret))
 	}
 }

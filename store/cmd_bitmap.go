@@ -55,7 +55,9 @@ func setbit(c *ctx, args [][]byte) {
 	if e == nil {
 		e = c.put(args[1], value{})
 	}
-	if e.v.setBit(off, on == 1) {
+	old := e.v.setBit(off, on == 1)
+	c.setbitTimers(e, args[1], off, on == 1, old)
+	if old {
 		c.w.Int(1)
 	} else {
 		c.w.Int(0)

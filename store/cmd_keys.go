@@ -264,6 +264,7 @@ func flushall(c *ctx, args [][]byte) {
 		c.s.mu.dbs[i] = newDB()
 	}
 	c.s.mu.expiries = nil
+	c.s.mu.bitHeap = nil
 	c.w.OK()
 }
 
@@ -284,14 +285,20 @@ func swapdb(c *ctx, args [][]byte) {
 	}
 	dbs := &c.s.mu.dbs
 	dbs[a], dbs[b] = dbs[b], dbs[a]
-	// The expiry heap names databases by index: follow the swap.
-	for i := range c.s.mu.expiries {
-		switch it := &c.s.mu.expiries[i]; int64(it.db) {
+	// The expiry heaps name databases by index: follow the swap.
+	swap := func(db *int) {
+		switch int64(*db) {
 		case a:
-			it.db = int(b)
+			*db = int(b)
 		case b:
-			it.db = int(a)
+			*db = int(a)
 		}
+	}
+	for i := range c.s.mu.expiries {
+		swap(&c.s.mu.expiries[i].db)
+	}
+	for i := range c.s.mu.bitHeap {
+		swap(&c.s.mu.bitHeap[i].db)
 	}
 	c.w.OK()
 }

@@ -306,6 +306,7 @@ func appendCmd(c *ctx, args [][]byte) {
 			c.w.Error(proto.ErrStringTooLong)
 			return
 		}
+		// Appending adds bits after the end, so no armed bit is cleared.
 		e.v.appendBytes(args[2])
 	}
 	c.w.Int(e.v.length())
@@ -384,6 +385,7 @@ func setrange(c *ctx, args [][]byte) {
 		e = c.put(args[1], value{})
 	}
 	e.v.setRange(off, val)
+	c.dropCleared(e, uint64(off)*8, uint64(off+int64(len(val)))*8)
 	c.w.Int(e.v.length())
 }
 

@@ -9,7 +9,9 @@ import (
 
 // Digest returns a hash of the store's logical state: the log time and,
 // database by database, every stored key with its deadline and its value
-// as Redis sees it, a byte length and the positions of the set bits. A
+// as Redis sees it, a byte length and the positions of the set bits, and
+// the deadlines of the armed bits with the key's latest bit TTL; then the
+// bit-TTL rules. A
 // raw string and a bitmap holding the same bytes digest alike, and so do
 // stores that reached one state by different paths, so replicas that
 // applied the same log have equal digests. Keys whose deadline has passed
@@ -29,6 +31,11 @@ func (s *Store) Digest() uint64 {
 			return true
 		})
 	}
+	d.int(int64(len(s.mu.bitRules)))
+	for _, r := range s.mu.bitRules {
+		d.str(r.Pattern)
+		d.int(r.TTL)
+	}
 	return d.h.Sum64()
 }
 
@@ -45,9 +52,13 @@ func (d *digester) int(v int64) {
 	d.h.Write(d.buf)
 }
 
+func (d *digester) str(s string) {
+	d.int(int64(len(s)))
+	d.h.WriteString(s)
+}
+
 func (d *digester) entry(e *entry) {
-	d.int(int64(len(e.key)))
-	d.h.WriteString(e.key)
+	d.str(e.key)
 	d.int(e.expireAt)
 	d.int(e.v.length())
 	bm := e.v.bm
@@ -55,6 +66,22 @@ func (d *digester) entry(e *entry) {
 		bm = bitmapOf(e.v.raw, 0)
 	}
 	d.bits(bm)
+	d.timers(e.v.t)
+}
+
+// timers hashes the number of armed bits, the latest TTL and each armed
+// bit with its deadline, in offset order.
+func (d *digester) timers(t *bitTimers) {
+	if t == nil {
+		d.int(0)
+		return
+	}
+	d.int(int64(t.n))
+	d.int(t.ttl)
+	t.eachSorted(func(off uint32, du int64) {
+		d.int(int64(off))
+		d.int(du)
+	})
 }
 
 // bits hashes the number of set bits, then their positions.

@@ -10,7 +10,7 @@ type handler func(c *ctx, args [][]byte)
 // handlers maps command IDs (proto.Spec.ID) to their implementation.
 var handlers = func() []handler {
 	hs := make([]handler, len(proto.Commands))
-	for _, group := range []map[string]handler{bitmapCommands, stringCommands, keyCommands} {
+	for _, group := range []map[string]handler{bitmapCommands, stringCommands, keyCommands, bitTimerCommands} {
 		for name, h := range group {
 			spec := proto.Lookup([]byte(name))
 			if spec == nil {
@@ -35,7 +35,8 @@ type ctx struct {
 	dbIndex int
 	now     int64 // unix ms
 	w       *proto.Writer
-	write   bool // under the write lock, applying at log time
+	write   bool      // under the write lock, applying at log time
+	sink    EventSink // where the batch's bit events go; nil: nowhere
 }
 
 func (c *ctx) exec(cmd Command) {
@@ -100,6 +101,7 @@ func (c *ctx) put(key []byte, v value) *entry {
 }
 
 // putIn stores v with deadline expireAt (0: none) under key in database i.
+// The deadlines of v's bits come along (RENAME, MOVE, COPY's copy).
 func (c *ctx) putIn(i int, key string, v value, expireAt int64) *entry {
 	d := c.s.mu.dbs[i]
 	if old := d.keys[key]; old != nil {
@@ -108,6 +110,10 @@ func (c *ctx) putIn(i int, key string, v value, expireAt int64) *entry {
 	e := &entry{key: key, v: v}
 	d.add(e)
 	c.setExpireIn(i, e, expireAt)
+	if v.t != nil {
+		v.t.heapAt = 0 // the old entry's heap item is stale now
+		c.s.scheduleBitsLocked(i, e)
+	}
 	return e
 }
 

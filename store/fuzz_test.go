@@ -38,6 +38,7 @@ var fuzzWords = []string{
 	"u1", "i1", "u8", "i8", "i16", "u63", "i64", "u64", "#1", "#-1",
 	"MATCH", "COUNT", "TYPE", "string", "REPLACE", "DB", "ASYNC", "SYNC", "*", "k?", "[k]*",
 	"ENCODING", "REFCOUNT", "FREQ", "IDLETIME", "HELP", "1700000000", "1700000000000",
+	"LIMIT", "k*", "300", "7000", "30000",
 }
 
 // fuzzStep is one command of a fuzzed program, with the database, whether
@@ -95,7 +96,7 @@ const maxFuzzOffset = 1 << 16
 // maxFuzzOffset (also "#n" ones) by one that is out of range.
 func boundOffsets(args [][]byte) {
 	switch string(bytes.ToLower(args[0])) {
-	case "setbit", "setrange", "bitfield":
+	case "setbit", "setrange", "bitfield", "bitsetex", "bitpsetex":
 	default:
 		return
 	}
@@ -221,6 +222,9 @@ var fuzzSeeds = [][]string{
 	{"bitfield k0 SET u8 0 255 GET i8 0", "bitfield k0 OVERFLOW SAT INCRBY u8 0 100", "bitfield k0 OVERFLOW FAIL INCRBY i16 #1 -100", "bitfield_ro k0 GET u63 0"},
 	{"mset k0 1 k1 2", "incr k0", "incrby k1 -100", "decrby k0 9223372036854775807", "mget k0 k1 k2", "msetnx k2 x k3 y", "getdel k0", "getex k1 PX 100"},
 	{"set k0 x", "rename k0 k1", "copy k1 k2", "copy k1 k3 DB 1", "move k2 1", "swapdb 0 1", "keys *", "scan 0 MATCH k? COUNT 100", "randomkey", "flushdb", "dbsize"},
+	{"bitsetex k0 1 7 8 100", "bitpsetex k0 300 7 65536", "bitttl k0 7", "bitpttl k0 8", "bitrecent k0 1 LIMIT 2",
+		"setbit k0 7 0", "bitttlrules k* 1", "setbit k1 3 1", "bitfield k1 SET u8 0 255", "bitpttl k1 3", "bitttlrules"},
+	{"bitpsetex k0 7000 1 2 3", "rename k0 k1", "copy k1 k2", "move k2 1", "setrange k1 0 x", "append k1 x", "bitrecent k1 0", "swapdb 0 1", "bitpsetex k1 30000 1000"},
 	{"setbit k0 65536 1", "set k1 x GET", "set k1 y NX GET", "set k1 z XX KEEPTTL", "setex k2 100 v", "psetex k3 1 v", "getset k2 w", "setnx k2 v", "del k0 k1 k2 k3"},
 }
 
@@ -265,6 +269,10 @@ func FuzzApply(f *testing.F) {
 				s.Apply(nil, now, &Replies{}) // a tick
 			}
 			fuzzCheckConsistent(t, a, now, true)
+			fuzzCheckTimers(t, a)
+		}
+		if a.Digest() != b.Digest() {
+			t.Fatalf("stores differ after the same commands")
 		}
 		for db := 0; db < 2; db++ {
 			if da, db2 := fuzzDump(t, a, db, now), fuzzDump(t, b, db, now); da != db2 {
@@ -272,6 +280,18 @@ func FuzzApply(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzCheckTimers checks the invariants of every key's bit timers.
+func fuzzCheckTimers(t *testing.T, s *Store) {
+	t.Helper()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for db, d := range s.mu.dbs {
+		for _, e := range d.keys {
+			checkTimerInvariants(t, s, db, e)
+		}
+	}
 }
 
 func TestFuzzProgramRoundTrip(t *testing.T) {

@@ -12,7 +12,7 @@ const (
 // MemoryUsage estimates the bytes the key uses at time now (unix ms) the
 // way Redis's MEMORY USAGE counts them: the key's string, its table entry
 // and its value, rounded to the allocator's size classes. A bitmap value
-// counts its roaring size. It reports false when the key does not exist.
+// counts its roaring size and the deadlines of its armed bits. It reports false when the key does not exist.
 func (s *Store) MemoryUsage(dbIndex int, key []byte, now int64) (int64, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -32,7 +32,7 @@ func (s *Store) MemoryUsage(dbIndex int, key []byte, now int64) (int64, bool) {
 func (v *value) memoryUsage() int64 {
 	switch v.encoding() {
 	case "roaring":
-		return robjSize + int64(v.bm.GetSizeInBytes())
+		return robjSize + int64(v.bm.GetSizeInBytes()) + v.t.memoryUsage()
 	case "int":
 		return robjSize
 	case "embstr":

@@ -637,27 +637,13 @@ func TestBitmapModel(t *testing.T) {
 			if redis != nil {
 				redis.do(t, 0, []byte("FLUSHALL"))
 			}
-			steps := []struct {
-				weight int
-				f      func()
-			}{
+			steps := []weighted{
 				{30, mt.setbit}, {10, mt.getbit}, {12, mt.bitcount}, {12, mt.bitpos},
 				{8, mt.bitop}, {10, func() { mt.bitfield(false) }}, {4, func() { mt.bitfield(true) }},
 				{4, mt.raw}, {5, mt.get}, {2, mt.del},
 			}
-			total := 0
-			for _, s := range steps {
-				total += s.weight
-			}
 			for range 3000 {
-				r := mt.rnd.Intn(total)
-				for _, s := range steps {
-					if r < s.weight {
-						s.f()
-						break
-					}
-					r -= s.weight
-				}
+				pick(mt.rnd, steps)()
 			}
 			for _, k := range modelKeys {
 				b, ok := mt.m[k]
@@ -671,4 +657,27 @@ func TestBitmapModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// weighted is a step of a model test and how often to take it.
+type weighted struct {
+	weight int
+	f      func()
+}
+
+// pick returns one of steps' functions at random, each as often as its
+// weight says.
+func pick(rnd *rand.Rand, steps []weighted) func() {
+	total := 0
+	for _, s := range steps {
+		total += s.weight
+	}
+	r := rnd.Intn(total)
+	for _, s := range steps {
+		if r < s.weight {
+			return s.f
+		}
+		r -= s.weight
+	}
+	panic("unreachable")
 }

@@ -9,12 +9,13 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
 
-// The snapshot encoding, version 1. Fixed-size integers are
-// little-endian; uvarints are encoding/binary's.
+// The snapshot encoding, version 2. Fixed-size integers are
+// little-endian; uvarints and varints are encoding/binary's.
 //
 //	magic      "PRESENCED-SNAPSHOT"
 //	version    uint32, snapshotVersion
@@ -28,18 +29,34 @@ import (
 //	  expireAt   uvarint, the deadline in unix ms, 0 for no TTL
 //	  string kinds: uvarint length, then the bytes
 //	  kindBitmap:   uvarint n (the string's byte length), uvarint size,
-//	                then size bytes of roaring's portable serialization
+//	                then size bytes of roaring's portable serialization,
+//	                then the deadlines of its armed bits:
+//	    armed        uvarint, the number of armed bits (0: no more fields)
+//	    ttl          uvarint, the key's latest TTL in ms, for BITRECENT
+//	    armed times, in increasing offset order:
+//	      gap        uvarint, the offset minus (the previous offset + 1),
+//	                 the first offset itself
+//	      deadline   varint, the deadline in units of 100 ms minus now's
+//	                 (now / 100)
+//	rules      uvarint, the number of bit-TTL rules, then each in order:
+//	  pattern    uvarint length, then the bytes
+//	  ttl        uvarint, in ms
 //	checksum   uint32, CRC-32C (Castagnoli) of every byte before it
 //
 // Records come database by database, each in its index's (hash, key)
-// order, so equal states encode to identical bytes.
+// order, so equal states encode to identical bytes. Version 1 is the same
+// without the deadlines of bitmap records and without the rules; Restore
+// reads it too.
 
 // snapshotMagic opens every snapshot.
 const snapshotMagic = "PRESENCED-SNAPSHOT"
 
-// snapshotVersion is the version of the encoding WriteTo writes, the
-// only one Restore reads.
-const snapshotVersion = 1
+// snapshotVersion is the version of the encoding WriteTo writes. Restore
+// reads it and snapshotVersionNoTimers.
+const snapshotVersion = 2
+
+// snapshotVersionNoTimers is the version before per-bit deadlines.
+const snapshotVersionNoTimers = 1
 
 // snapshotHeaderLen is the length of the fixed fields before the records.
 const snapshotHeaderLen = len(snapshotMagic) + 4 + 8 + 8 + 8
@@ -74,6 +91,7 @@ type Snapshot struct {
 	now   int64
 	stats Stats
 	dbs   [NumDBs][]snapEntry
+	rules []BitTTLRule
 }
 
 // snapEntry is one key of a snapshot.
@@ -91,7 +109,7 @@ type snapEntry struct {
 func (s *Store) Snapshot() *Snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	sn := &Snapshot{now: s.mu.now, stats: s.mu.stats}
+	sn := &Snapshot{now: s.mu.now, stats: s.mu.stats, rules: slices.Clone(s.mu.bitRules)}
 	var a arena
 	for i, d := range s.mu.dbs {
 		entries := make([]snapEntry, 0, len(d.keys))
@@ -115,7 +133,7 @@ type arena struct {
 // commands change a bitmap.
 func (a *arena) value(v *value) value {
 	if v.bm != nil {
-		return value{bm: v.bm.Clone(), n: v.n}
+		return value{bm: v.bm.Clone(), n: v.n, t: v.t.clone()}
 	}
 	return value{raw: a.copy(v.raw), enc: v.enc}
 }
@@ -140,7 +158,7 @@ func (a *arena) copy(b []byte) []byte {
 // encoding. It returns the number of bytes written to w.
 func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	cw := &countingWriter{w: w}
-	e := &encoder{w: bufio.NewWriterSize(cw, ioChunk)}
+	e := &encoder{w: bufio.NewWriterSize(cw, ioChunk), nowu: sn.now / timerTick}
 	e.header(sn)
 	for db, entries := range sn.dbs {
 		for i := range entries {
@@ -149,6 +167,7 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 			}
 		}
 	}
+	e.rules(sn.rules)
 	e.trailer()
 	if err := e.w.Flush(); err != nil {
 		return cw.n, fmt.Errorf("store: snapshot: write: %w", err)
@@ -170,9 +189,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // encoder writes a snapshot through a buffer, keeping its checksum.
 type encoder struct {
-	w   *bufio.Writer
-	crc uint32
-	buf []byte // a record's fields before its payload
+	w    *bufio.Writer
+	crc  uint32
+	buf  []byte // a record's fields before its payload
+	nowu int64  // the snapshot's time in deadline units
 }
 
 // Write writes p and adds it to the checksum; after an error it writes
@@ -218,8 +238,46 @@ func (e *encoder) record(db int, en *snapEntry) error {
 		_, err := e.Write(v.raw)
 		return err
 	}
-	_, err := v.bm.WriteTo(e)
+	if _, err := v.bm.WriteTo(e); err != nil {
+		return err
+	}
+	return e.timers(v.t)
+}
+
+// timers writes the deadlines of a bitmap's armed bits (t may be nil),
+// in chunks of about ioChunk bytes.
+func (e *encoder) timers(t *bitTimers) error {
+	if t == nil {
+		_, err := e.Write([]byte{0})
+		return err
+	}
+	b := binary.AppendUvarint(e.buf[:0], uint64(t.n))
+	b = binary.AppendUvarint(b, uint64(t.ttl))
+	next := uint32(0)
+	t.eachSorted(func(off uint32, du int64) {
+		b = binary.AppendUvarint(b, uint64(off-next))
+		b = binary.AppendVarint(b, du-e.nowu)
+		next = off + 1
+		if len(b) >= ioChunk {
+			e.Write(b)
+			b = b[:0]
+		}
+	})
+	e.buf = b
+	_, err := e.Write(b)
 	return err
+}
+
+// rules writes the bit-TTL rules.
+func (e *encoder) rules(rules []BitTTLRule) {
+	b := binary.AppendUvarint(e.buf[:0], uint64(len(rules)))
+	for _, r := range rules {
+		b = binary.AppendUvarint(b, uint64(len(r.Pattern)))
+		b = append(b, r.Pattern...)
+		b = binary.AppendUvarint(b, uint64(r.TTL))
+	}
+	e.buf = b
+	e.Write(b)
 }
 
 // trailer writes the checksum, which does not cover itself.
@@ -259,16 +317,20 @@ func (s *Store) Restore(r io.Reader) error {
 	s.mu.expiries = fresh.mu.expiries
 	s.mu.now = fresh.mu.now
 	s.mu.stats = fresh.mu.stats
+	s.mu.bitHeap = fresh.mu.bitHeap
+	s.mu.bitRules = fresh.mu.bitRules
 	return nil
 }
 
 // decoder reads a snapshot, keeping the checksum of what it read.
 type decoder struct {
-	r     *bufio.Reader
-	crc   uint32
-	ioErr error // the first error of r other than io.EOF
-	b     [len(snapshotMagic)]byte
-	key   []byte // the key being read
+	r       *bufio.Reader
+	crc     uint32
+	ioErr   error // the first error of r other than io.EOF
+	b       [len(snapshotMagic)]byte
+	key     []byte // the key being read
+	version uint32
+	nowu    int64 // the snapshot's time in deadline units
 }
 
 // Read reads from r and adds what it read to the checksum.
@@ -322,6 +384,11 @@ func (d *decoder) snapshot() (*Store, error) {
 			return nil, err
 		}
 	}
+	if d.version != snapshotVersionNoTimers {
+		if fresh.mu.bitRules, err = d.rules(); err != nil {
+			return nil, err
+		}
+	}
 	sum := d.crc
 	b, err := d.fixed(4)
 	if err != nil {
@@ -350,8 +417,9 @@ func (d *decoder) header(fresh *Store) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if v := binary.LittleEndian.Uint32(b); v != snapshotVersion {
-		return 0, fmt.Errorf("version %d, this store reads version %d", v, snapshotVersion)
+	d.version = binary.LittleEndian.Uint32(b)
+	if d.version != snapshotVersion && d.version != snapshotVersionNoTimers {
+		return 0, fmt.Errorf("version %d, this store reads versions %d and %d", d.version, snapshotVersionNoTimers, snapshotVersion)
 	}
 	var fields [3]uint64 // now, expired keys, count
 	for i := range fields {
@@ -365,6 +433,7 @@ func (d *decoder) header(fresh *Store) (uint64, error) {
 	}
 	fresh.mu.now = int64(fields[0])
 	fresh.mu.stats.ExpiredKeys = int64(fields[1])
+	d.nowu = fresh.mu.now / timerTick
 	return fields[2], nil
 }
 
@@ -463,7 +532,83 @@ func (d *decoder) bitmap() (value, error) {
 	if !bm.IsEmpty() && uint64(bm.Maximum()) >= 8*n {
 		return value{}, fmt.Errorf("bit %d beyond the string's %d bytes", bm.Maximum(), n)
 	}
-	return value{bm: bm, n: int64(n)}, nil
+	v := value{bm: bm, n: int64(n)}
+	if d.version != snapshotVersionNoTimers {
+		if v.t, err = d.timers(bm); err != nil {
+			return value{}, err
+		}
+	}
+	return v, nil
+}
+
+// timers reads the deadlines of the armed bits of bm, each of which must
+// be a set bit of bm, in increasing order, with a deadline that fits.
+func (d *decoder) timers(bm *roaring.Bitmap) (*bitTimers, error) {
+	n, err := binary.ReadUvarint(d)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	if n > bm.GetCardinality() {
+		return nil, fmt.Errorf("%d armed bits of %d set", n, bm.GetCardinality())
+	}
+	ttl, err := binary.ReadUvarint(d)
+	if err != nil {
+		return nil, err
+	}
+	if ttl == 0 || ttl > maxDeadline {
+		return nil, fmt.Errorf("TTL %d out of range", ttl)
+	}
+	t := newBitTimers()
+	t.ttl = int64(ttl)
+	next := uint64(0)
+	for range n {
+		gap, err := binary.ReadUvarint(d)
+		if err != nil {
+			return nil, err
+		}
+		rel, err := binary.ReadVarint(d)
+		if err != nil {
+			return nil, err
+		}
+		off := next + gap
+		if gap > math.MaxUint32 || off > math.MaxUint32 || !bm.Contains(uint32(off)) {
+			return nil, fmt.Errorf("armed bit %d is not set", off)
+		}
+		du := d.nowu + rel
+		if rel < -d.nowu || du < 1 || rel > maxDeadline/timerTick-d.nowu {
+			return nil, fmt.Errorf("bit %d: deadline out of range", off)
+		}
+		t.arm(uint32(off), du, d.nowu)
+		next = off + 1
+	}
+	return t, nil
+}
+
+// rules reads the bit-TTL rules.
+func (d *decoder) rules() ([]BitTTLRule, error) {
+	n, err := binary.ReadUvarint(d)
+	if err != nil {
+		return nil, err
+	}
+	var rules []BitTTLRule
+	for range n {
+		size, err := d.length("rule pattern")
+		if err != nil {
+			return nil, err
+		}
+		if d.key, err = d.readN(d.key, size); err != nil {
+			return nil, err
+		}
+		ttl, err := binary.ReadUvarint(d)
+		if err != nil {
+			return nil, err
+		}
+		if ttl < 1 || ttl > maxRuleSeconds*1000 {
+			return nil, fmt.Errorf("rule TTL %d out of range", ttl)
+		}
+		rules = append(rules, BitTTLRule{Pattern: string(d.key), TTL: int64(ttl)})
+	}
+	return rules, nil
 }
 
 // length reads the length of a key or string, at most MaxStringLen.

@@ -54,13 +54,17 @@ type Stats struct {
 // Store is the keyspace. It is safe for concurrent use: Apply takes the
 // write lock for a whole batch, Read the read lock.
 type Store struct {
-	mu struct {
+	sink sinkHolder // where bit events go; see SetEventSink
+	mu   struct {
 		sync.RWMutex
 		dbs      [NumDBs]*db
 		now      int64 // log time of the latest Apply, unix ms
 		expiries expiryHeap
 		stats    Stats
-		applyCtx ctx // the context of the batch Apply is running
+		applyCtx ctx          // the context of the batch Apply is running
+		bitHeap  []bitItem    // keys with armed bits, by their first block's bound
+		bitRules []BitTTLRule // the bit-TTL rules, first match wins
+		scratch  []uint32     // the offsets a bit sweep clears, reused
 	}
 }
 
@@ -109,7 +113,8 @@ func (s *Store) Apply(cmds []Command, now int64, out *Replies) {
 }
 
 // startApply moves the store's time to now (never backwards), expires the
-// keys whose TTL passed, and returns the write path's context. The caller
+// keys whose TTL passed, then the bits whose deadline passed, and returns
+// the write path's context. The caller
 // holds the write lock, sets the context's writer and clears the context
 // when done. Handlers take the context by pointer, which would move it to
 // the heap on every batch; the write lock makes one per store enough.
@@ -119,8 +124,10 @@ func (s *Store) startApply(now int64) *ctx {
 	}
 	s.mu.now = now
 	s.expireLocked(now)
+	sink := s.sink.load()
+	s.expireBitsLocked(now, sink)
 	c := &s.mu.applyCtx
-	*c = ctx{s: s, now: now, write: true}
+	*c = ctx{s: s, now: now, write: true, sink: sink}
 	return c
 }
 

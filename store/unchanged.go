@@ -26,7 +26,9 @@ func (s *Store) ReadUnchanged(cmds []Command, now int64, out *Replies) bool {
 }
 
 // setbitUnchanged reports whether cmd is a well-formed SETBIT of a bit of
-// an existing string, within its length, to the value the bit has.
+// an existing string, within its length, to the value the bit has. A
+// SETBIT to 1 also changes a bit that has a deadline (it drops it) or
+// that a bit-TTL rule covers (it re-arms it).
 func (c *ctx) setbitUnchanged(cmd Command) bool {
 	if len(cmd.Args) != 4 || cmd.DB < 0 || cmd.DB >= NumDBs {
 		return false
@@ -47,8 +49,12 @@ func (c *ctx) setbitUnchanged(cmd Command) bool {
 		return false
 	}
 	e := c.getIn(c.s.mu.dbs[cmd.DB], cmd.Args[1])
-	if e == nil || off/8 >= uint64(e.v.length()) {
+	if e == nil || off/8 >= uint64(e.v.length()) || e.v.getBit(off) != (on == 1) {
 		return false
 	}
-	return e.v.getBit(off) == (on == 1)
+	if on == 0 {
+		return true
+	}
+	_, armed := e.v.t.deadline(uint32(off))
+	return !armed && c.ruleTTL(cmd.Args[1]) == 0
 }

@@ -10,15 +10,21 @@ import (
 // TestReadUnchanged checks ReadUnchanged against applying: whenever it
 // answers a batch, applying the batch gives the same replies and leaves
 // every key's bytes and TTL as they were; when it declines, it wrote
-// nothing. Both outcomes must occur.
+// nothing. Both outcomes must occur. Setting an armed bit to 1 (which
+// drops its deadline) or a bit of a key a bit-TTL rule covers (which
+// re-arms it) is a change.
 func TestReadUnchanged(t *testing.T) {
 	rnd := rand.New(rand.NewSource(1))
 	s := New()
-	keys := []string{"bm", "raw", "ttl", "missing"}
+	keys := []string{"bm", "raw", "ttl", "missing", "armed", "ruled"}
 	const now = 1_000_000
 	do(s, now, "SET raw \x05\x80")
 	do(s, now, "SETBIT ttl 3 1")
 	do(s, now, "PEXPIRE ttl 500")
+	do(s, now, "BITTTLRULES ruled 100")
+	do(s, now, "SETBIT ruled 20 1")
+	do(s, now, "BITSETEX armed 100 1 2 5 8 13 21")
+	do(s, now, "SETBIT armed 23 0")
 	answered, declined := 0, 0
 	for i := range 3000 {
 		var batch []Command
@@ -65,7 +71,11 @@ func TestReadUnchanged(t *testing.T) {
 func snapshotKeys(s *Store, now int64, keys []string) string {
 	out := ""
 	for _, k := range keys {
-		out += k + "=" + execAt(s, now, 0, []byte("GET"), []byte(k)) + execAt(s, now, 0, []byte("PTTL"), []byte(k)) + " "
+		out += k + "=" + execAt(s, now, 0, []byte("GET"), []byte(k)) + execAt(s, now, 0, []byte("PTTL"), []byte(k))
+		for off := range 24 {
+			out += execAt(s, now, 0, []byte("BITPTTL"), []byte(k), []byte(strconv.Itoa(off)))
+		}
+		out += " "
 	}
 	return out
 }

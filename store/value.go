@@ -22,6 +22,10 @@ type value struct {
 	bm  *roaring.Bitmap // the set bits, in bitmap form
 	n   int64           // the byte length, in bitmap form
 	enc rawEncoding     // how Redis would hold the raw form, for OBJECT
+	// t holds the deadlines of armed bits, nil when none is; only a
+	// bitmap has them, and only set bits are armed. Commands that store
+	// a new value drop them with the old one.
+	t *bitTimers
 }
 
 // rawEncoding is what Redis's object encoding of a raw string depends on
@@ -168,10 +172,10 @@ func (v *value) setBit(off uint64, on bool) bool {
 	return v.bm.CheckedRemove(uint32(off))
 }
 
-// clone returns a deep copy.
+// clone returns a deep copy, bit deadlines included.
 func (v *value) clone() value {
 	if v.bm != nil {
-		return value{bm: v.bm.Clone(), n: v.n}
+		return value{bm: v.bm.Clone(), n: v.n, t: v.t.clone()}
 	}
 	return value{raw: append([]byte(nil), v.raw...), enc: v.enc}
 }

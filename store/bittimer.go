@@ -1,0 +1,560 @@
+package store
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"unsafe"
+)
+
+// Per-bit deadlines.
+//
+// A bitmap value may carry a deadline for each of its set bits (BITSETEX,
+// BITPSETEX, bit-TTL rules); when it passes, the bit is cleared. The
+// deadlines of a value live in its bitTimers, nil while no bit is armed.
+//
+// A deadline is kept in units of timerTick ms, rounded up: the leader
+// ticks every timerTick ms, so a finer deadline would not expire sooner,
+// and units fit the deadlines of a block in 16 bits. A bit is alive while
+// now <= its rounded deadline, as a key is alive while now <= its
+// deadline.
+//
+// The offsets are cut into blocks of blockSize. A block holds a bitset of
+// its armed offsets and, packed in the order of the offsets (the rank of
+// an offset is the number of armed offsets below it in the block), the
+// 16-bit deadlines of those offsets relative to the block's base. So an
+// armed bit costs two bytes plus its share of a block's fixed 200 bytes,
+// and no per-bit allocation or pointer: 5M armed ids of 10M take about
+// 16 MB (3.2 bytes an id, slice growth included), where the bitmap itself
+// takes 1.3 MB. Re-arming an armed bit is a rank (a few
+// popcounts) and a store; arming a new one moves at most blockSize
+// deadlines. A deadline that does not fit 16 bits above the base is
+// re-based (the base moves to the earliest deadline of the block or now,
+// whichever is lower); one that still does not fit, more than about 109
+// minutes (maxRel units) away, goes to the key's overflow map: the slow
+// path, meant for the rare long TTL.
+//
+// Expiry never scans what is not due. Each block keeps a lower bound of
+// its earliest deadline, low, and the key a min-heap (queue) of blocks by
+// that bound; the store keeps a min-heap of keys by the bound of their
+// first block. Both heaps are lazy, as the key expiry heap is: arming a
+// later deadline (a heartbeat) leaves them alone, an earlier one pushes a
+// new item, and an item whose bound is no longer its block's (or key's)
+// is skipped when it comes up. A block that comes up is scanned once,
+// loses its passed bits, and is queued again at its earliest deadline;
+// within a block only the 64-offset words whose bound (mins) has passed
+// are read. The cost of a tick is proportional to the blocks that hold a
+// passed deadline. When deadlines are spread evenly (presence: every id
+// re-armed with one TTL at random times) nearly every block holds one at
+// every tick, so a tick visits every block: about 12 ms for 5M armed ids
+// in 10M, memory latency rather than arithmetic. A wheel of per-slot
+// bitmaps would visit only the slot's ids but pay for re-arms in a second
+// place; we chose the blocks for their O(1) re-arm, exact deadlines and
+// memory.
+type bitTimers struct {
+	blocks map[uint32]*timerBlock // by offset >> blockShift
+	queue  []blockItem            // min-heap of blocks (and the overflow) by bound
+	// over holds the deadlines (units) too far ahead for a block, and
+	// overLow a lower bound of them, the at of their queue item.
+	over    map[uint32]int64
+	overLow int64
+	n       int   // armed bits, in blocks and overflow
+	ttl     int64 // the TTL (ms) of the latest arm, for BITRECENT
+	heapAt  int64 // the at of this key's item in the store's heap; 0: none
+}
+
+// timerBlock holds the deadlines of the armed bits of blockSize offsets.
+type timerBlock struct {
+	armed [blockWords]uint64 // bit i: offset id*blockSize+i is armed
+	dl    []uint16           // deadlines relative to base, in rank order
+	base  int64              // units
+	low   int64              // lower bound of the earliest deadline; the at of its queue item
+	// mins[w] is a lower bound of the relative deadlines of the bits of
+	// armed[w], so that a sweep reads only the words that hold a passed
+	// deadline.
+	mins [blockWords]uint16
+}
+
+// blockItem is an entry of a key's queue: a block (or the overflow map,
+// id overflowID) due at at.
+type blockItem struct {
+	at int64
+	id uint32
+}
+
+func (it blockItem) before(o blockItem) bool { return it.at < o.at }
+
+const (
+	timerTick  = 100 // ms in a deadline unit
+	blockShift = 10
+	blockSize  = 1 << blockShift
+	blockWords = blockSize / 64
+	maxRel     = math.MaxUint16
+	overflowID = math.MaxUint32 // the queue id of the overflow map
+	// maxDeadline is the latest deadline (ms) whose rounding fits int64.
+	maxDeadline = math.MaxInt64 / timerTick * timerTick
+)
+
+// unitsUp converts a time in ms (>= 0) to units, rounding up.
+func unitsUp(ms int64) int64 {
+	return ms/timerTick + (ms%timerTick+timerTick-1)/timerTick
+}
+
+// passed reports whether a deadline du (units) has passed at the time
+// whose unitsUp is due: du*timerTick < now.
+func passed(du, due int64) bool { return du < due }
+
+func newBitTimers() *bitTimers {
+	return &bitTimers{blocks: make(map[uint32]*timerBlock)}
+}
+
+// deadline returns the deadline of off in units, and false when off is
+// not armed. t may be nil.
+func (t *bitTimers) deadline(off uint32) (int64, bool) {
+	if t == nil {
+		return 0, false
+	}
+	if b := t.blocks[off>>blockShift]; b != nil {
+		if bit := uint(off & (blockSize - 1)); b.has(bit) {
+			return b.base + int64(b.dl[b.rank(bit)]), true
+		}
+	}
+	du, ok := t.over[off]
+	return du, ok
+}
+
+// arm sets the deadline of off to du (units) at the time whose units,
+// rounded down, are nowu, and reports whether off was armed before.
+func (t *bitTimers) arm(off uint32, du, nowu int64) bool {
+	id, bit := off>>blockShift, uint(off&(blockSize-1))
+	b := t.blocks[id]
+	if b != nil && b.has(bit) {
+		if rel := du - b.base; rel >= 0 && rel <= maxRel {
+			b.dl[b.rank(bit)] = uint16(rel)
+			b.mins[bit/64] = min(b.mins[bit/64], uint16(rel))
+			t.lower(id, b, du)
+			return true
+		}
+		t.removeFrom(id, b, bit)
+		t.add(off, du, nowu)
+		return true
+	}
+	was := t.dropOverflow(off)
+	t.add(off, du, nowu)
+	return was
+}
+
+// add arms off, which is not armed, with deadline du.
+func (t *bitTimers) add(off uint32, du, nowu int64) {
+	id, bit := off>>blockShift, uint(off&(blockSize-1))
+	t.n++
+	b := t.blocks[id]
+	switch {
+	case b == nil && du-min(nowu, du) <= maxRel:
+		b = &timerBlock{base: min(nowu, du), low: math.MaxInt64}
+		t.blocks[id] = b
+	case b == nil || (!b.fits(du) && !b.rebase(du, nowu)):
+		t.addOverflow(off, du)
+		return
+	}
+	b.insert(bit, uint16(du-b.base))
+	t.lower(id, b, du)
+}
+
+// lower queues block id again when du is earlier than its bound.
+func (t *bitTimers) lower(id uint32, b *timerBlock, du int64) {
+	if du < b.low {
+		b.low = du
+		t.push(blockItem{at: du, id: id})
+	}
+}
+
+// push queues it, rebuilding the queue first when stale items make up
+// most of it.
+func (t *bitTimers) push(it blockItem) {
+	if len(t.queue) > 2*len(t.blocks)+16 {
+		t.rebuildQueue()
+	}
+	heapPush(&t.queue, it)
+}
+
+// rebuildQueue replaces the queue by one item per block and one for the
+// overflow map.
+func (t *bitTimers) rebuildQueue() {
+	t.queue = t.queue[:0]
+	for id, b := range t.blocks {
+		t.queue = append(t.queue, blockItem{at: b.low, id: id})
+	}
+	if t.over != nil {
+		t.queue = append(t.queue, blockItem{at: t.overLow, id: overflowID})
+	}
+	heapInit(t.queue)
+}
+
+func (t *bitTimers) addOverflow(off uint32, du int64) {
+	if t.over == nil {
+		t.over = make(map[uint32]int64)
+		t.overLow = math.MaxInt64
+	}
+	t.over[off] = du
+	if du < t.overLow {
+		t.overLow = du
+		t.push(blockItem{at: du, id: overflowID})
+	}
+}
+
+// dropOverflow disarms off if the overflow map holds it.
+func (t *bitTimers) dropOverflow(off uint32) bool {
+	if _, ok := t.over[off]; !ok {
+		return false
+	}
+	delete(t.over, off)
+	t.n--
+	if len(t.over) == 0 {
+		t.over = nil
+	}
+	return true
+}
+
+// removeFrom disarms bit of block id, dropping the block when it empties.
+func (t *bitTimers) removeFrom(id uint32, b *timerBlock, bit uint) {
+	b.remove(bit)
+	t.n--
+	if len(b.dl) == 0 {
+		delete(t.blocks, id)
+	}
+}
+
+// disarm drops the deadline of off and reports whether it had one.
+func (t *bitTimers) disarm(off uint32) bool {
+	id, bit := off>>blockShift, uint(off&(blockSize-1))
+	if b := t.blocks[id]; b != nil && b.has(bit) {
+		t.removeFrom(id, b, bit)
+		return true
+	}
+	return t.dropOverflow(off)
+}
+
+// disarmCleared drops the deadlines of the offsets in [lo, hi) whose bit
+// is not set, according to isSet.
+func (t *bitTimers) disarmCleared(lo, hi uint64, isSet func(uint32) bool) {
+	for id := lo >> blockShift; id <= (hi-1)>>blockShift && hi > lo; id++ {
+		b := t.blocks[uint32(id)]
+		if b == nil {
+			continue
+		}
+		for w := range b.armed {
+			for word := b.armed[w]; word != 0; word &= word - 1 {
+				off := id<<blockShift + uint64(w*64+bits.TrailingZeros64(word))
+				if off >= lo && off < hi && !isSet(uint32(off)) {
+					t.removeFrom(uint32(id), b, uint(off&(blockSize-1)))
+				}
+			}
+		}
+	}
+	for off := range t.over {
+		if uint64(off) >= lo && uint64(off) < hi && !isSet(off) {
+			t.dropOverflow(off)
+		}
+	}
+}
+
+// sweep disarms every bit whose deadline has passed at the time whose
+// unitsUp is due, visiting only the blocks whose bound has passed, and
+// appends their offsets to out.
+func (t *bitTimers) sweep(due int64, out []uint32) []uint32 {
+	for len(t.queue) > 0 && passed(t.queue[0].at, due) {
+		it := heapPop(&t.queue)
+		if it.id == overflowID {
+			if t.over != nil && it.at == t.overLow {
+				out = t.sweepOverflow(due, out)
+			}
+			continue
+		}
+		b := t.blocks[it.id]
+		if b == nil || b.low != it.at {
+			continue // stale: the block was re-queued or dropped
+		}
+		start := len(out)
+		out = b.sweep(it.id, due, out)
+		t.n -= len(out) - start
+		if len(b.dl) == 0 {
+			delete(t.blocks, it.id)
+			continue
+		}
+		heapPush(&t.queue, blockItem{at: b.low, id: it.id})
+	}
+	return out
+}
+
+// sweepOverflow disarms the passed deadlines of the overflow map, in
+// offset order, and queues it again at its earliest remaining deadline.
+func (t *bitTimers) sweepOverflow(due int64, out []uint32) []uint32 {
+	start := len(out)
+	low := int64(math.MaxInt64)
+	for off, du := range t.over {
+		if passed(du, due) {
+			out = append(out, off)
+		} else {
+			low = min(low, du)
+		}
+	}
+	slices.Sort(out[start:])
+	for _, off := range out[start:] {
+		t.dropOverflow(off)
+	}
+	if t.over != nil {
+		t.overLow = low
+		heapPush(&t.queue, blockItem{at: low, id: overflowID})
+	}
+	return out
+}
+
+// eachSorted calls f for every armed bit in offset order, with its
+// deadline in units.
+func (t *bitTimers) eachSorted(f func(off uint32, du int64)) {
+	ids := make([]uint32, 0, len(t.blocks))
+	for id := range t.blocks {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	over := make([]uint32, 0, len(t.over))
+	for off := range t.over {
+		over = append(over, off)
+	}
+	slices.Sort(over)
+	overBelow := func(limit uint64) { // the overflow offsets below limit
+		for ; len(over) > 0 && uint64(over[0]) < limit; over = over[1:] {
+			f(over[0], t.over[over[0]])
+		}
+	}
+	for _, id := range ids {
+		t.blocks[id].each(id, func(off uint32, du int64) {
+			overBelow(uint64(off))
+			f(off, du)
+		})
+	}
+	overBelow(1 << 32)
+}
+
+// each calls f for every armed bit of the block, in offset order.
+func (b *timerBlock) each(id uint32, f func(off uint32, du int64)) {
+	r := 0
+	for w, word := range b.armed {
+		for ; word != 0; word &= word - 1 {
+			f(id<<blockShift|uint32(w*64+bits.TrailingZeros64(word)), b.base+int64(b.dl[r]))
+			r++
+		}
+	}
+}
+
+// clone returns a deep copy that no store heap knows yet.
+func (t *bitTimers) clone() *bitTimers {
+	if t == nil {
+		return nil
+	}
+	c := &bitTimers{
+		blocks:  make(map[uint32]*timerBlock, len(t.blocks)),
+		queue:   slices.Clone(t.queue),
+		overLow: t.overLow,
+		n:       t.n,
+		ttl:     t.ttl,
+	}
+	for id, b := range t.blocks {
+		nb := *b
+		nb.dl = slices.Clone(b.dl)
+		c.blocks[id] = &nb
+	}
+	if t.over != nil {
+		c.over = make(map[uint32]int64, len(t.over))
+		for off, du := range t.over {
+			c.over[off] = du
+		}
+	}
+	return c
+}
+
+// Estimated costs of the Go structures, for MEMORY USAGE.
+const (
+	mapSlotSize  = 16 // a map's per-entry overhead beyond key and value, roughly
+	timersSize   = int64(unsafe.Sizeof(bitTimers{}))
+	blockStruct  = int64(unsafe.Sizeof(timerBlock{}))
+	blockItemLen = int64(unsafe.Sizeof(blockItem{}))
+)
+
+// memoryUsage estimates the bytes the timers use; 0 for nil.
+func (t *bitTimers) memoryUsage() int64 {
+	if t == nil {
+		return 0
+	}
+	n := timersSize + int64(cap(t.queue))*blockItemLen
+	n += int64(len(t.blocks)) * (4 + 8 + mapSlotSize)
+	for _, b := range t.blocks {
+		n += blockStruct + int64(cap(b.dl))*2
+	}
+	return n + int64(len(t.over))*(4+8+mapSlotSize)
+}
+
+func (b *timerBlock) has(bit uint) bool { return b.armed[bit/64]&(1<<(bit%64)) != 0 }
+
+// rank returns the number of armed bits below bit.
+func (b *timerBlock) rank(bit uint) int {
+	r := 0
+	for _, w := range b.armed[:bit/64] {
+		r += bits.OnesCount64(w)
+	}
+	return r + bits.OnesCount64(b.armed[bit/64]&(1<<(bit%64)-1))
+}
+
+func (b *timerBlock) fits(du int64) bool {
+	rel := du - b.base
+	return rel >= 0 && rel <= maxRel
+}
+
+// insert arms bit, which is not armed, with relative deadline rel.
+func (b *timerBlock) insert(bit uint, rel uint16) {
+	b.dl = slices.Insert(b.dl, b.rank(bit), rel)
+	if w := bit / 64; b.armed[w] == 0 || rel < b.mins[w] {
+		b.mins[w] = rel
+	}
+	b.armed[bit/64] |= 1 << (bit % 64)
+}
+
+// remove disarms bit, which is armed.
+func (b *timerBlock) remove(bit uint) {
+	b.dl = slices.Delete(b.dl, b.rank(bit), b.rank(bit)+1)
+	b.armed[bit/64] &^= 1 << (bit % 64)
+}
+
+// rebase moves the base so that du fits besides the block's deadlines,
+// keeping it at or below now when it can, and reports whether they fit
+// 16 bits together.
+func (b *timerBlock) rebase(du, nowu int64) bool {
+	lo, hi := du, du
+	for _, rel := range b.dl {
+		lo, hi = min(lo, b.base+int64(rel)), max(hi, b.base+int64(rel))
+	}
+	if hi-lo > maxRel {
+		return false
+	}
+	base := max(min(lo, nowu), hi-maxRel)
+	for i, rel := range b.dl {
+		b.dl[i] = uint16(b.base + int64(rel) - base)
+	}
+	for w, m := range b.mins {
+		// A bound below the new base (of bits gone since) rises to it.
+		b.mins[w] = uint16(min(max(b.base+int64(m)-base, 0), maxRel))
+	}
+	b.base = base
+	return true
+}
+
+// sweep disarms the bits of block id whose deadline has passed, appending
+// their offsets to out in offset order, and sets low to a lower bound of
+// the deadlines left (MaxInt64 when none is) that has not passed. Only
+// the words of armed whose bound (mins) has passed are read; the
+// deadlines of the others move down as a run when passed ones before
+// them go.
+func (b *timerBlock) sweep(id uint32, due int64, out []uint32) []uint32 {
+	thr := due - b.base // relative deadlines below thr have passed
+	if thr > maxRel {
+		b.each(id, func(off uint32, _ int64) { out = append(out, off) })
+		b.armed, b.dl, b.low = [blockWords]uint64{}, b.dl[:0], math.MaxInt64
+		return out
+	}
+	th := uint16(max(thr, 0))
+	dl := b.dl
+	r, kept, low := 0, 0, uint16(maxRel) // read index, write index, bound
+	for w, word := range b.armed {
+		n := bits.OnesCount64(word)
+		if n == 0 {
+			continue
+		}
+		if b.mins[w] >= th {
+			if kept != r {
+				copy(dl[kept:], dl[r:r+n])
+			}
+			r, kept, low = r+n, kept+n, min(low, b.mins[w])
+			continue
+		}
+		m := uint16(maxRel)
+		for ; word != 0; word &= word - 1 {
+			rel := dl[r]
+			r++
+			if rel < th {
+				bit := w*64 + bits.TrailingZeros64(word)
+				b.armed[w] &^= 1 << (bit % 64)
+				out = append(out, id<<blockShift|uint32(bit))
+				continue
+			}
+			dl[kept] = rel
+			kept++
+			m = min(m, rel)
+		}
+		b.mins[w] = m
+		low = min(low, m)
+	}
+	b.dl = dl[:kept]
+	if cap(b.dl) > 32 && cap(b.dl) > 4*kept {
+		b.dl = slices.Clip(slices.Clone(b.dl))
+	}
+	b.low = math.MaxInt64
+	if kept > 0 {
+		b.low = b.base + int64(low)
+	}
+	return out
+}
+
+// ordered is an item of a min-heap: before orders it.
+type ordered[T any] interface{ before(T) bool }
+
+// heapPush, heapPop and heapInit are container/heap for a slice of
+// items, without the boxing of its interface.
+func heapPush[T ordered[T]](h *[]T, x T) {
+	*h = append(*h, x)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q[i].before(q[p]) {
+			break
+		}
+		q[p], q[i] = q[i], q[p]
+		i = p
+	}
+}
+
+func heapPop[T ordered[T]](h *[]T) T {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	var zero T
+	q[n] = zero
+	*h = q[:n]
+	heapDown(q[:n], 0)
+	return top
+}
+
+func heapDown[T ordered[T]](q []T, i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(q) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(q) && q[r].before(q[l]) {
+			m = r
+		}
+		if !q[m].before(q[i]) {
+			return
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+}
+
+func heapInit[T ordered[T]](q []T) {
+	for i := len(q)/2 - 1; i >= 0; i-- {
+		heapDown(q, i)
+	}
+}

@@ -1,0 +1,418 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"runtime"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// TestBitTimerReplies pins down the replies and error texts of the
+// per-bit expiry commands. The TTL errors are SETEX's, word for word.
+func TestBitTimerReplies(t *testing.T) {
+	s := New()
+	const now = testNow
+	for _, tc := range []struct{ cmd, want string }{
+		{"BITSETEX k 0 1", "-ERR invalid expire time in 'bitsetex' command\r\n"},
+		{"BITSETEX k -1 1", "-ERR invalid expire time in 'bitsetex' command\r\n"},
+		{"BITSETEX k abc 1", "-ERR value is not an integer or out of range\r\n"},
+		{"BITSETEX k 9223372036854775807 1", "-ERR invalid expire time in 'bitsetex' command\r\n"},
+		{"BITPSETEX k 9223372036854775807 1", "-ERR invalid expire time in 'bitpsetex' command\r\n"},
+		{"BITPSETEX k 0 1", "-ERR invalid expire time in 'bitpsetex' command\r\n"},
+		{"BITSETEX k 10 1 -1", "-ERR bit offset is not an integer or out of range\r\n"},
+		{"BITSETEX k 10 4294967296", "-ERR bit offset is not an integer or out of range\r\n"},
+		{"EXISTS k", ":0\r\n"}, // errors change nothing
+		{"BITSETEX k 10 1 5 5 1", ":2\r\n"},
+		{"BITSETEX k 10 1 7", ":1\r\n"},
+		{"BITTTL k 1", ":10\r\n"},
+		{"BITPTTL k 7", ":10000\r\n"},
+		{"BITPSETEX k 150 9", ":1\r\n"},
+		{"BITPTTL k 9", ":200\r\n"}, // rounded up to the tick
+		{"BITTTL k 9", ":0\r\n"},
+		{"BITPSETEX k 1500 9", ":0\r\n"},
+		{"BITTTL k 9", ":2\r\n"}, // 1.5 s rounds half up, as TTL does
+		{"BITTTL k 2", ":-2\r\n"},
+		{"BITTTL nokey 2", ":-2\r\n"},
+		{"BITTTL k x", "-ERR bit offset is not an integer or out of range\r\n"},
+		{"SETBIT k 3 1", ":0\r\n"},
+		{"BITTTL k 3", ":-1\r\n"},
+		{"SETBIT k 1 1", ":1\r\n"}, // SETBIT makes an armed bit persistent
+		{"BITTTL k 1", ":-1\r\n"},
+		{"BITRECENT k 5", "*2\r\n:3\r\n*3\r\n:5\r\n:7\r\n:9\r\n"},
+		{"BITRECENT k 5 LIMIT 1", "*2\r\n:3\r\n*1\r\n:5\r\n"},
+		{"BITRECENT k 5 limit 0", "*2\r\n:3\r\n*0\r\n"},
+		// Bits armed with a longer TTL than the latest count as newer.
+		{"BITRECENT k 0", "*2\r\n:2\r\n*2\r\n:5\r\n:7\r\n"},
+		{"BITRECENT k 5 LIMIT -1", "-ERR value is out of range, must be positive\r\n"},
+		{"BITRECENT k 5 LIMIT x", "-ERR value is not an integer or out of range\r\n"},
+		{"BITRECENT k 5 LIMIT", "-ERR syntax error\r\n"},
+		{"BITRECENT k 5 COUNT 1", "-ERR syntax error\r\n"},
+		{"BITRECENT k -1", "-ERR value is not an integer or out of range\r\n"},
+		{"BITRECENT nokey 5", "*2\r\n:0\r\n*0\r\n"},
+		{"SET raw \xff", "+OK\r\n"},
+		{"BITSETEX raw 5 0 9", ":1\r\n"}, // a raw string turns into a bitmap
+		{"GET raw", "$2\r\n\xff\x40\r\n"},
+		{"BITTTLRULES a*", "-ERR CONFIG SET failed (possibly related to argument 'bit-ttl') - Invalid bit-ttl parameters\r\n"},
+		{"BITTTLRULES a* x", "-ERR CONFIG SET failed (possibly related to argument 'bit-ttl') - argument couldn't be parsed into an integer\r\n"},
+		{"BITTTLRULES a* 0", "-ERR CONFIG SET failed (possibly related to argument 'bit-ttl') - argument must be between 1 and 2147483647 inclusive\r\n"},
+		{"BITTTLRULES r* 30", "+OK\r\n"},
+		{"SETBIT r1 4 1", ":0\r\n"},
+		{"BITTTL r1 4", ":30\r\n"},
+		{"BITTTLRULES", "+OK\r\n"},
+		{"SETBIT r1 4 1", ":1\r\n"},
+		{"BITTTL r1 4", ":-1\r\n"},
+	} {
+		if got := do(s, now, tc.cmd); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.cmd, got, tc.want)
+		}
+	}
+}
+
+// TestBitTimerEnds arms the highest offsets, deadlines across a rebase
+// and past the 16-bit reach in one block, and checks when they expire.
+func TestBitTimerEnds(t *testing.T) {
+	s := New()
+	now := int64(testNow)
+	do(s, now, "BITPSETEX k 1000 4294967295 4294967294 0")
+	do(s, now, "BITPSETEX k 6000000 4294967293")  // 100 minutes: fits 16 bits
+	now += 3_000_000                              // 50 minutes on
+	do(s, now, "BITPSETEX k 6000000 4294967292")  // a rebase in the same block
+	do(s, now, "BITPSETEX k 30000000 4294967291") // 8 hours: the overflow map
+	s.mu.RLock()
+	tm := s.mu.dbs[0].keys["k"].v.t
+	if tm.over == nil || len(tm.over) != 1 || tm.blocks[1<<22-1] == nil {
+		t.Fatalf("expected one overflow bit and the last block, got %v %v", tm.over, tm.blocks)
+	}
+	s.mu.RUnlock()
+	for _, tc := range []struct {
+		at   int64
+		want string // BITCOUNT
+	}{
+		{testNow + 3_000_000, ":3\r\n"}, // the 1 s bits are gone
+		{testNow + 6_000_000, ":3\r\n"},
+		{testNow + 6_000_001, ":2\r\n"},
+		{now + 6_000_000, ":2\r\n"},
+		{now + 6_000_001, ":1\r\n"},
+		{now + 30_000_000, ":1\r\n"},
+		{now + 30_000_001, ":0\r\n"},
+	} {
+		s.Apply(nil, tc.at, &Replies{})
+		if got := do(s, tc.at, "BITCOUNT k"); got != tc.want {
+			t.Fatalf("at +%d: BITCOUNT %q, want %q", tc.at-testNow, got, tc.want)
+		}
+	}
+	if got := do(s, now+30_000_001, "BITPTTL k 0"); got != ":-2\r\n" {
+		t.Fatalf("BITPTTL of an expired bit: %q", got)
+	}
+	if got := do(s, now+30_000_001, "GETBIT k 4294967291"); got != ":0\r\n" {
+		t.Fatalf("the overflow bit survived: %q", got)
+	}
+}
+
+// TestBitTimerCarry checks which commands keep, copy and drop deadlines.
+func TestBitTimerCarry(t *testing.T) {
+	s := New()
+	now := int64(testNow)
+	for _, tc := range []struct{ cmd, want string }{
+		{"BITSETEX a 10 3", ":1\r\n"},
+		{"RENAME a b", "+OK\r\n"},
+		{"BITTTL b 3", ":10\r\n"},
+		{"COPY b c", ":1\r\n"},
+		{"BITSETEX c 20 3", ":0\r\n"}, // the copy is independent
+		{"BITTTL b 3", ":10\r\n"},
+		{"BITTTL c 3", ":20\r\n"},
+		{"MOVE c 1", ":1\r\n"},
+		{"SWAPDB 0 1", "+OK\r\n"},
+		{"BITTTL c 3", ":20\r\n"},
+		{"SWAPDB 0 1", "+OK\r\n"},
+		{"SETRANGE b 0 \x10", ":1\r\n"}, // bit 3 stays set
+		{"BITTTL b 3", ":10\r\n"},
+		{"SETRANGE b 0 \x00", ":1\r\n"},
+		{"BITTTL b 3", ":-2\r\n"},
+		{"BITSETEX b 10 3", ":1\r\n"},
+		{"BITFIELD b SET u4 0 2", "*1\r\n:1\r\n"}, // clears bit 3
+		{"BITTTL b 3", ":-2\r\n"},
+		{"BITSETEX b 10 3", ":1\r\n"},
+		{"BITOP OR b b", ":1\r\n"},
+		{"BITTTL b 3", ":-1\r\n"},
+		{"BITSETEX b 10 3", ":0\r\n"},
+		{"SET b x", "+OK\r\n"}, // 0x78: bit 3 is set, without a deadline now
+		{"BITTTL b 3", ":-1\r\n"},
+		{"BITSETEX b 10 0", ":1\r\n"},
+		{"INCR nope", ":1\r\n"},
+		{"SETBIT b 0 0", ":1\r\n"},
+		{"BITTTL b 0", ":-2\r\n"},
+	} {
+		if got := do(s, now, tc.cmd); got != tc.want {
+			t.Fatalf("%s: got %q, want %q", tc.cmd, got, tc.want)
+		}
+	}
+	s.Apply(nil, now+20_001, &Replies{})
+	if got := execAt(s, now+20_001, 1, []byte("GETBIT"), []byte("c"), []byte("3")); got != ":0\r\n" {
+		t.Fatalf("the moved copy's bit did not expire: %q", got)
+	}
+}
+
+// timerFill arms random bits of a few keys with deadlines near, far, and
+// past the 16-bit reach, and sets rules.
+func timerFill(rnd *rand.Rand, s *Store, now int64) {
+	do(s, now, "BITTTLRULES r* 30 * 7")
+	for i := range 200 {
+		ttl := []int64{500, 30_000, 3_000_000, 9_000_000}[rnd.Intn(4)]
+		k := "k" + strconv.Itoa(rnd.Intn(4))
+		do(s, now+int64(i), fmt.Sprintf("BITPSETEX %s %d %d %d", k, ttl, rnd.Intn(5000), rnd.Intn(1<<20)))
+	}
+	do(s, now, "SETBIT r1 77 1")
+}
+
+// TestBitTimerSnapshot round-trips timers and rules, and checks that a
+// restored store expires the bits when the original does.
+func TestBitTimerSnapshot(t *testing.T) {
+	rnd := rand.New(rand.NewSource(3))
+	s := New()
+	now := int64(testNow)
+	timerFill(rnd, s, now)
+	r := snapRoundTrip(t, s)
+	if got := r.BitTTLRules(); !slices.Equal(got, s.BitTTLRules()) || len(got) != 2 {
+		t.Fatalf("rules after restore %v", got)
+	}
+	for step := range 60 {
+		now += rnd.Int63n(400_000)
+		for _, st := range []*Store{s, r} {
+			st.Apply(nil, now, &Replies{})
+		}
+		if s.Digest() != r.Digest() {
+			t.Fatalf("step %d: the restored store diverged", step)
+		}
+		if step%20 == 0 {
+			r = snapRoundTrip(t, r)
+		}
+	}
+	if got := do(s, now, "BITCOUNT k0"); got != ":0\r\n" {
+		t.Fatalf("every bit should have expired: %q", got)
+	}
+}
+
+// TestBitTimerSnapshotVersion1 restores a version 1 snapshot (no
+// deadlines, no rules), built field by field: its bits come back
+// persistent.
+func TestBitTimerSnapshotVersion1(t *testing.T) {
+	var bm bytes.Buffer
+	if _, err := bitmapOf([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08}, 0).WriteTo(&bm); err != nil {
+		t.Fatal(err)
+	}
+	b := append([]byte(snapshotMagic), 1, 0, 0, 0)
+	b = binary.LittleEndian.AppendUint64(b, testNow)
+	b = binary.LittleEndian.AppendUint64(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, 1)  // one record
+	b = append(b, 0, kindBitmap, 1, 'b', 0, 13) // db, kind, key, no TTL, 13 bytes
+	b = binary.AppendUvarint(b, uint64(bm.Len()))
+	b = append(b, bm.Bytes()...)
+	b = resum(append(b, 0, 0, 0, 0))
+	r := snapRestore(t, b)
+	if got := do(r, testNow, "BITTTL b 100"); got != ":-1\r\n" {
+		t.Fatalf("BITTTL after a version 1 restore: %q", got)
+	}
+	if got := do(r, testNow, "BITCOUNT b"); got != ":1\r\n" {
+		t.Fatalf("BITCOUNT after a version 1 restore: %q", got)
+	}
+}
+
+// TestBitTimerDigest checks that the digest sees a deadline, the latest
+// TTL and the rules.
+func TestBitTimerDigest(t *testing.T) {
+	base := func() *Store {
+		s := New()
+		do(s, testNow, "SETBIT k 5 1")
+		return s
+	}
+	seen := map[uint64]string{}
+	for _, cmds := range [][]string{
+		nil,
+		{"BITPSETEX k 1000 5"},
+		{"BITPSETEX k 1100 5"},
+		{"BITPSETEX k 1000 5", "BITPSETEX k 2000 6", "SETBIT k 6 0"},
+		{"BITTTLRULES k 10"},
+		{"BITTTLRULES k 11"},
+	} {
+		s := base()
+		for _, c := range cmds {
+			do(s, testNow, c)
+		}
+		d := s.Digest()
+		if prev, ok := seen[d]; ok {
+			t.Fatalf("%q and %q digest alike", cmds, prev)
+		}
+		seen[d] = fmt.Sprint(cmds)
+	}
+}
+
+// TestBitTimerApplyEach checks ApplyEach against Apply with timers.
+func TestBitTimerApplyEach(t *testing.T) {
+	rnd := rand.New(rand.NewSource(5))
+	each, whole := New(), New()
+	for i := range 400 {
+		now := int64(testNow + i*37)
+		var batches [][]Command
+		for range 1 + rnd.Intn(3) {
+			var b []Command
+			for range rnd.Intn(4) {
+				k := []string{"a", "b"}[rnd.Intn(2)]
+				off := strconv.Itoa(rnd.Intn(3000))
+				switch rnd.Intn(5) {
+				case 0:
+					b = append(b, bmCommand("BITPSETEX", k, strconv.Itoa(1+rnd.Intn(300)), off, off+"1"))
+				case 1:
+					b = append(b, bmCommand("SETBIT", k, off, strconv.Itoa(rnd.Intn(2))))
+				case 2:
+					b = append(b, bmCommand("BITPTTL", k, off))
+				case 3:
+					b = append(b, bmCommand("BITRECENT", k, "1", "LIMIT", "3"))
+				default:
+					b = append(b, bmCommand("BITCOUNT", k))
+				}
+			}
+			batches = append(batches, b)
+		}
+		checkApplyEach(t, i, each, whole, now, batches)
+	}
+}
+
+// TestBitTimerNoSinkNoAlloc checks that a BITSETEX batch that only
+// re-arms bits allocates nothing without a sink.
+func TestBitTimerNoSinkNoAlloc(t *testing.T) {
+	s := New()
+	cmds := []Command{bmCommand("BITSETEX", "k", "30", "1", "2000", "70000", "9")}
+	var out Replies
+	now := int64(testNow)
+	s.Apply(cmds, now, &out)
+	allocs := testing.AllocsPerRun(100, func() {
+		now += 50
+		out.Reset()
+		s.Apply(cmds, now, &out)
+	})
+	if allocs != 0 {
+		t.Fatalf("BITSETEX re-arming allocates %v times per batch", allocs)
+	}
+}
+
+// TestBitTimerMemory reports the timers' memory for 5M armed ids in a
+// 10M-id space with deadlines over 30 s, against the bitmap's.
+func TestBitTimerMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 5M bits")
+	}
+	rnd := rand.New(rand.NewSource(1))
+	s := New()
+	now := int64(testNow)
+	ids := rnd.Perm(10_000_000)[:5_000_000]
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < len(ids); i += 1000 {
+		args := []string{"BITPSETEX", "online", strconv.Itoa(30_000)}
+		for _, id := range ids[i : i+1000] {
+			args = append(args, strconv.Itoa(id))
+		}
+		s.Apply([]Command{bmCommand(args...)}, now+int64(i)*30_000/int64(len(ids)), &Replies{})
+	}
+	s.mu.RLock()
+	v := &s.mu.dbs[0].keys["online"].v
+	timers, bitmap := v.t.memoryUsage(), int64(v.bm.GetSizeInBytes())
+	s.mu.RUnlock()
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	t.Logf("5M armed of 10M: timers %.1f MB (estimate), bitmap %.1f MB, heap growth %.1f MB",
+		float64(timers)/1e6, float64(bitmap)/1e6, float64(after.HeapAlloc-before.HeapAlloc)/1e6)
+	runtime.KeepAlive(ids)
+	runtime.KeepAlive(s)
+}
+
+// benchBatches makes n batches of 64 random ids below space: as 64
+// SETBIT commands each (setbit) or as one BITSETEX.
+func benchBatches(n, space int, setbit bool) [][]Command {
+	rnd := rand.New(rand.NewSource(1))
+	out := make([][]Command, n)
+	for i := range out {
+		args := []string{"BITSETEX", "online", "30"}
+		for range 64 {
+			id := strconv.Itoa(rnd.Intn(space))
+			if setbit {
+				out[i] = append(out[i], bmCommand("SETBIT", "online", id, "1"))
+			} else {
+				args = append(args, id)
+			}
+		}
+		if !setbit {
+			out[i] = []Command{bmCommand(args...)}
+		}
+	}
+	return out
+}
+
+// benchArm sets the ids of 2^14 batches once, then again and again: the
+// steady state of heartbeats. 1M ids among 100M spread over more memory
+// than the caches hold; 1M among 2M fit them better.
+func benchArm(b *testing.B, setbit bool) {
+	for _, space := range []int{100_000_000, 2_000_000} {
+		b.Run("space="+strconv.Itoa(space), func(b *testing.B) {
+			s := New()
+			batches := benchBatches(1<<14, space, setbit)
+			var out Replies
+			for _, batch := range batches {
+				out.Reset()
+				s.Apply(batch, testNow, &out)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				out.Reset()
+				s.Apply(batches[i%len(batches)], testNow, &out)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/64, "ns/bit")
+		})
+	}
+}
+
+// BenchmarkSETBIT sets 64 random ids with 64 SETBITs a batch.
+func BenchmarkSETBIT(b *testing.B) { benchArm(b, true) }
+
+// BenchmarkBITSETEX arms 64 random ids with one BITSETEX a batch.
+func BenchmarkBITSETEX(b *testing.B) { benchArm(b, false) }
+
+// BenchmarkBitSweep measures a tick of 100 ms over 5M armed ids of 10M
+// whose deadlines spread over 30 s: each tick clears about 1/300 of them.
+func BenchmarkBitSweep(b *testing.B) {
+	rnd := rand.New(rand.NewSource(1))
+	ids := rnd.Perm(10_000_000)[:5_000_000]
+	var s *Store
+	var now int64
+	fill := func() {
+		s, now = New(), testNow
+		for i := 0; i < len(ids); i += 1000 {
+			args := []string{"BITPSETEX", "online", "30000"}
+			for _, id := range ids[i : i+1000] {
+				args = append(args, strconv.Itoa(id))
+			}
+			s.Apply([]Command{bmCommand(args...)}, testNow+int64(i)*30_000/int64(len(ids)), &Replies{})
+		}
+		now = testNow + 30_000
+	}
+	fill()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if now >= testNow+60_000 {
+			b.StopTimer()
+			fill()
+			b.StartTimer()
+		}
+		now += timerTick
+		s.Apply(nil, now, &Replies{})
+	}
+}

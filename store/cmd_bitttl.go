@@ -1,0 +1,424 @@
+package store
+
+import (
+	"math"
+
+	"github.com/presenced/presenced/proto"
+)
+
+// The commands of per-bit expiry (see bittimer.go for the structure).
+
+var bitTimerCommands = map[string]handler{
+	"bitsetex":    bitsetexHandler(1000),
+	"bitpsetex":   bitsetexHandler(1),
+	"bitttl":      bitttlHandler(false),
+	"bitpttl":     bitttlHandler(true),
+	"bitrecent":   bitrecent,
+	"bitttlrules": bitttlrules,
+}
+
+// BitTTLRule gives the bits of the keys matching Pattern (a glob, as
+// KEYS takes) a deadline TTL ms after every SETBIT to 1 (and BITFIELD
+// write) that sets them.
+type BitTTLRule struct {
+	Pattern string
+	TTL     int64 // ms
+}
+
+// BitTTLRules returns a copy of the bit-TTL rules, in the order they are
+// tried: the first whose pattern matches a key applies to it.
+func (s *Store) BitTTLRules() []BitTTLRule {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return append([]BitTTLRule(nil), s.mu.bitRules...)
+}
+
+// Error replies of BITTTLRULES, in the words of Redis's CONFIG SET, which
+// sends it for the bit-ttl parameter.
+const (
+	errRulePrefix = "ERR CONFIG SET failed (possibly related to argument 'bit-ttl') - "
+	errRulePairs  = errRulePrefix + "Invalid bit-ttl parameters"
+	errRuleInt    = errRulePrefix + "argument couldn't be parsed into an integer"
+	errRuleRange  = errRulePrefix + "argument must be between 1 and 2147483647 inclusive"
+)
+
+// maxRuleSeconds is the longest TTL of a rule.
+const maxRuleSeconds = math.MaxInt32
+
+// bitttlrules implements BITTTLRULES [pattern seconds ...]: it replaces
+// the rules (none clears them). Bits armed before keep their deadlines.
+func bitttlrules(c *ctx, args [][]byte) {
+	pairs := args[1:]
+	if len(pairs)%2 != 0 {
+		c.w.Error(errRulePairs)
+		return
+	}
+	rules := make([]BitTTLRule, 0, len(pairs)/2)
+	for i := 0; i < len(pairs); i += 2 {
+		secs, ok := proto.ParseInt(pairs[i+1])
+		switch {
+		case !ok:
+			c.w.Error(errRuleInt)
+			return
+		case secs < 1 || secs > maxRuleSeconds:
+			c.w.Error(errRuleRange)
+			return
+		}
+		rules = append(rules, BitTTLRule{Pattern: string(pairs[i]), TTL: secs * 1000})
+	}
+	if len(rules) == 0 {
+		rules = nil
+	}
+	c.s.mu.bitRules = rules
+	c.w.OK()
+}
+
+// ruleTTL returns the TTL (ms) of the first rule matching key, or 0.
+func (c *ctx) ruleTTL(key []byte) int64 {
+	for _, r := range c.s.mu.bitRules {
+		if globMatch(r.Pattern, string(key)) {
+			return r.TTL
+		}
+	}
+	return 0
+}
+
+// bitsetexHandler returns the handler of BITSETEX (unit 1000) or
+// BITPSETEX (1): it sets every offset and arms its deadline, replying
+// with the number of bits that were 0. The TTL is checked as SETEX checks
+// it, then every offset, before anything changes.
+func bitsetexHandler(unit int64) handler {
+	return func(c *ctx, args [][]byte) {
+		at, ok := c.deadline(args, args[2], unit, true)
+		if !ok {
+			return
+		}
+		if at > maxDeadline {
+			c.errInvalidExpire(args)
+			return
+		}
+		for _, a := range args[3:] {
+			if _, ok := parseBitOffset(a); !ok {
+				c.w.Error(proto.ErrBitOffset)
+				return
+			}
+		}
+		e := c.get(args[1])
+		if e == nil {
+			e = c.put(args[1], value{})
+		}
+		joins := int64(0)
+		for _, a := range args[3:] {
+			off, _ := parseBitOffset(a)
+			if c.setArmed(e, args[1], off, at) {
+				joins++
+			}
+		}
+		c.s.scheduleBitsLocked(c.dbIndex, e)
+		c.w.Int(joins)
+	}
+}
+
+// setArmed sets bit off of e (whose key is key) and arms it with deadline
+// at (ms), reporting whether the bit was 0. The caller schedules e.
+func (c *ctx) setArmed(e *entry, key []byte, off uint64, at int64) bool {
+	joined := !e.v.setBit(off, true)
+	c.arm(e, off, at)
+	if joined {
+		c.emit(key, EventJoin, off)
+	}
+	return joined
+}
+
+// arm gives the set bit off of e the deadline at (ms); at-now becomes the
+// key's latest TTL.
+func (c *ctx) arm(e *entry, off uint64, at int64) {
+	if e.v.t == nil {
+		e.v.t = newBitTimers()
+	}
+	e.v.t.ttl = at - c.now
+	e.v.t.arm(uint32(off), unitsUp(at), c.now/timerTick)
+}
+
+// ruleDeadline returns the deadline (ms) a rule of ttl ms gives a bit set
+// now.
+func (c *ctx) ruleDeadline(ttl int64) int64 {
+	if c.now > maxDeadline-ttl {
+		return maxDeadline
+	}
+	return c.now + ttl
+}
+
+// setbitTimers follows a SETBIT of off to on on e, whose bit was old: a
+// bit set to 1 is armed by the rule covering the key, or else made
+// persistent; a bit set to 0 loses its deadline.
+func (c *ctx) setbitTimers(e *entry, key []byte, off uint64, on, old bool) {
+	ttl := int64(0)
+	if on {
+		ttl = c.ruleTTL(key)
+	}
+	if ttl > 0 {
+		c.arm(e, off, c.ruleDeadline(ttl))
+		c.s.scheduleBitsLocked(c.dbIndex, e)
+	} else {
+		c.disarm(e, off)
+	}
+	switch {
+	case on && !old:
+		c.emit(key, EventJoin, off)
+	case !on && old:
+		c.emit(key, EventLeave, off)
+	}
+}
+
+// disarm drops the deadline of bit off of e, if it has one.
+func (c *ctx) disarm(e *entry, off uint64) {
+	if t := e.v.t; t != nil && t.disarm(uint32(off)) && t.n == 0 {
+		e.v.t = nil
+	}
+}
+
+// dropCleared drops the deadlines of the bits in [lo, hi) that a command
+// editing e in place (SETRANGE, BITFIELD) left at 0.
+func (c *ctx) dropCleared(e *entry, lo, hi uint64) {
+	t := e.v.t
+	if t == nil {
+		return
+	}
+	t.disarmCleared(lo, hi, e.v.bm.Contains)
+	if t.n == 0 {
+		e.v.t = nil
+	}
+}
+
+// fieldWritten follows a BITFIELD SET or INCRBY of the bits [off,
+// off+n) of e: the bits left at 0 lose their deadline, and under a rule
+// (ttl > 0) every bit left at 1 is armed with the rule's TTL, as SETBIT
+// would arm it. The bits of the field that were already 1 are re-armed
+// too: the write refreshes the whole field. Outside rules, bits left at
+// 1 keep the deadline they had, or none.
+func (c *ctx) fieldWritten(e *entry, key []byte, off uint64, n uint, ttl int64) {
+	c.dropCleared(e, off, off+uint64(n))
+	if ttl == 0 {
+		return
+	}
+	at := c.ruleDeadline(ttl)
+	for i := range uint64(n) {
+		if e.v.bm.Contains(uint32(off + i)) {
+			c.arm(e, off+i, at)
+		}
+	}
+	c.s.scheduleBitsLocked(c.dbIndex, e)
+}
+
+// bitttlHandler returns the handler of BITTTL (inMs false) or BITPTTL:
+// the time to the bit's rounded deadline as TTL and PTTL give a key's,
+// -1 for a set bit without a deadline, -2 for a bit that is not set.
+func bitttlHandler(inMs bool) handler {
+	return func(c *ctx, args [][]byte) {
+		off, ok := parseBitOffset(args[2])
+		if !ok {
+			c.w.Error(proto.ErrBitOffset)
+			return
+		}
+		e := c.get(args[1])
+		if e == nil || !e.v.getBit(off) {
+			c.w.Int(-2)
+			return
+		}
+		du, armed := e.v.t.deadline(uint32(off))
+		if !armed {
+			c.w.Int(-1)
+			return
+		}
+		t := max(du*timerTick-c.now, 0)
+		if !inMs {
+			t = roundToSeconds(t)
+		}
+		c.w.Int(t)
+	}
+}
+
+// bitrecentLimit is BITRECENT's default LIMIT.
+const bitrecentLimit = 10
+
+// bitrecent implements BITRECENT key seconds [LIMIT count]: the bits
+// armed within the last seconds, told from their deadlines. A bit armed
+// at time a with the key's latest TTL T has its deadline at a+T (rounded
+// up to the tick), so it counts when its deadline is later than
+// now + T - seconds*1000. This is exact when a key's bits share one TTL,
+// which is the presence case; a bit armed with another TTL counts as
+// though armed T ms before its deadline. The reply is the number of such
+// bits and, newest first (latest deadline first, then lowest offset), up
+// to count of their offsets. The cost is one pass over the key's armed
+// bits.
+func bitrecent(c *ctx, args [][]byte) {
+	secs, ok := proto.ParseInt(args[2])
+	if !ok || secs < 0 {
+		c.w.Error(proto.ErrNotInteger)
+		return
+	}
+	limit := int64(bitrecentLimit)
+	for i := 3; i < len(args); i++ {
+		if !isOption(args[i], "limit") || i+1 == len(args) {
+			c.w.Error(proto.ErrSyntax)
+			return
+		}
+		i++
+		n, ok := c.intArg(args[i])
+		if !ok {
+			return
+		}
+		if n < 0 {
+			c.w.Error(proto.ErrPositive)
+			return
+		}
+		limit = n
+	}
+	var t *bitTimers
+	if e := c.get(args[1]); e != nil {
+		t = e.v.t
+	}
+	if t == nil {
+		c.w.Array(2)
+		c.w.Int(0)
+		c.w.Array(0)
+		return
+	}
+	count, top := t.recent(recentAfter(c.now, t.ttl, secs), limit)
+	c.w.Array(2)
+	c.w.Int(count)
+	c.w.Array(len(top))
+	for _, b := range top {
+		c.w.Int(int64(b.off))
+	}
+}
+
+// recentAfter returns the unit after which a deadline counts as recent:
+// deadlines later than now + ttl - secs*1000 ms, that is above the
+// returned unit (floor), saturating instead of overflowing.
+func recentAfter(now, ttl, secs int64) int64 {
+	if secs > math.MaxInt64/1000 {
+		return math.MinInt64 / timerTick // every deadline is recent
+	}
+	ms := int64(math.MaxInt64)
+	if now <= math.MaxInt64-ttl {
+		ms = now + ttl
+	}
+	return floorDiv(ms-secs*1000, timerTick) // ms >= 0: no overflow
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// recent counts the armed bits whose deadline is above after (units),
+// and returns the newest limit of them, newest first.
+func (t *bitTimers) recent(after, limit int64) (int64, []recentBit) {
+	var count int64
+	var top []recentBit // a min-heap, oldest first, of at most limit bits
+	offer := func(off uint32, du int64) {
+		if du <= after {
+			return
+		}
+		count++
+		b := recentBit{du: du, off: off}
+		switch {
+		case int64(len(top)) < limit:
+			heapPush(&top, b)
+		case limit > 0 && b.newer(top[0]):
+			top[0] = b
+			heapDown(top, 0)
+		}
+	}
+	for id, b := range t.blocks {
+		if b.base+maxRel <= after {
+			continue // no deadline of the block can be recent
+		}
+		b.each(id, offer)
+	}
+	for off, du := range t.over {
+		offer(off, du)
+	}
+	out := make([]recentBit, len(top))
+	for i := len(top) - 1; i >= 0; i-- {
+		out[i] = heapPop(&top)
+	}
+	return count, out
+}
+
+// recentBit is an armed bit as BITRECENT lists it.
+type recentBit struct {
+	du  int64
+	off uint32
+}
+
+// newer orders bits newest first: latest deadline first, then ascending
+// offset.
+func (a recentBit) newer(b recentBit) bool {
+	return a.du > b.du || (a.du == b.du && a.off < b.off)
+}
+
+// before orders the heap of BITRECENT's candidates oldest first.
+func (a recentBit) before(b recentBit) bool { return b.newer(a) }
+
+// bitItem is an entry of the store's heap of keys with armed bits: the
+// timers t of entry e in database db, due at at (units).
+type bitItem struct {
+	at int64
+	db int
+	e  *entry
+	t  *bitTimers
+}
+
+func (it bitItem) before(o bitItem) bool { return it.at < o.at }
+
+// scheduleBitsLocked makes sure the store's heap holds an item for the
+// timers of e at or before the bound of their first block.
+func (s *Store) scheduleBitsLocked(db int, e *entry) {
+	t := e.v.t
+	if t == nil || len(t.queue) == 0 {
+		return
+	}
+	at := t.queue[0].at
+	if t.heapAt != 0 && t.heapAt <= at {
+		return
+	}
+	t.heapAt = at
+	heapPush(&s.mu.bitHeap, bitItem{at: at, db: db, e: e, t: t})
+}
+
+// expireBitsLocked clears every bit whose deadline passed before now,
+// reporting each to sink (which may be nil).
+func (s *Store) expireBitsLocked(now int64, sink EventSink) {
+	due := unitsUp(now)
+	h := &s.mu.bitHeap
+	for len(*h) > 0 && passed((*h)[0].at, due) {
+		it := heapPop(h)
+		e, t := it.e, it.t
+		if e.v.t != t || t.heapAt != it.at || s.mu.dbs[it.db].keys[e.key] != e {
+			continue // stale: the key or its value was replaced, or re-queued
+		}
+		t.heapAt = 0
+		gone := t.sweep(due, s.mu.scratch[:0])
+		for _, off := range gone {
+			e.v.bm.Remove(off)
+		}
+		if sink != nil && len(gone) > 0 {
+			key := []byte(e.key)
+			for _, off := range gone {
+				sink(it.db, key, EventExpire, uint64(off))
+			}
+		}
+		s.mu.scratch = gone[:0]
+		if t.n == 0 {
+			e.v.t = nil
+			continue
+		}
+		s.scheduleBitsLocked(it.db, e)
+	}
+}
