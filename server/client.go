@@ -48,6 +48,9 @@ type client struct {
 	multiErr bool
 	queued   []queuedCommand
 
+	// ps is the pub/sub state, nil unless the client has subscriptions.
+	ps *subscriptions
+
 	counters []counter // per command ID, for INFO commandstats
 
 	info struct {
@@ -57,6 +60,7 @@ type client struct {
 		lastActive            time.Time
 		db                    int
 		multi                 int
+		sub, psub             int // subscriptions to channels, patterns
 	}
 }
 
@@ -95,6 +99,7 @@ const maxBatchInput = 1 << 20
 // with the next read, so that a long pipeline commits in few log entries.
 func (c *client) serve() {
 	defer c.nc.Close()
+	defer c.leavePubSub()
 	for !c.closing {
 		full, err := c.fill()
 		if err != nil {
@@ -183,12 +188,18 @@ func (c *client) limits() proto.Limits {
 	return proto.Limits{MaxBulkLen: c.s.settings.config().MaxBulkLen, AuthRequired: !c.authed}
 }
 
-// writeOut sends the replies gathered so far.
+// writeOut sends the replies gathered so far, or queues them in the
+// outbox of a subscribed client.
 func (c *client) writeOut() error {
 	if c.out.Len() == 0 {
 		return nil
 	}
-	_, err := c.nc.Write(c.out.B)
+	var err error
+	if c.ps != nil {
+		err = c.ps.box.send(c.out.B)
+	} else {
+		_, err = c.nc.Write(c.out.B)
+	}
 	c.out.Reset()
 	if cap(c.out.B) > maxIdleBuf {
 		c.out.B = nil
@@ -211,6 +222,9 @@ func (c *client) dispatch(args [][]byte) {
 	}
 	if !c.authed && spec.Flags&proto.NoAuth == 0 {
 		c.reject(spec, proto.ErrNoAuth)
+		return
+	}
+	if c.ps != nil && c.refuseSubscribed(spec, args) {
 		return
 	}
 	if c.multi && !controlsTransaction(spec) {

@@ -138,6 +138,9 @@ func aclCategories(spec *proto.Spec) []string {
 	case "string", "bitmap", "connection", "transactions":
 		cats = append(cats, "@"+spec.Group)
 	}
+	if spec.Flags&proto.PubSub != 0 {
+		cats = append(cats, "@pubsub")
+	}
 	if spec.Flags&proto.Admin != 0 {
 		cats = append(cats, "@admin", "@dangerous")
 	}

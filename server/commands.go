@@ -42,6 +42,13 @@ func init() {
 		"readwrite": readwrite,
 		"role":      role,
 		"raft":      raftCommand,
+
+		"subscribe":    subscribeCommand,
+		"unsubscribe":  unsubscribeCommand,
+		"psubscribe":   psubscribeCommand,
+		"punsubscribe": punsubscribeCommand,
+		"publish":      publishCommand,
+		"pubsub":       pubsubCommand,
 	}
 }
 
@@ -69,14 +76,24 @@ func controlsTransaction(spec *proto.Spec) bool {
 	return false
 }
 
+// ping answers PING; a subscribed client gets Redis's RESP2 pub/sub
+// form, ["pong", message or ""].
 func ping(c *client, args [][]byte) {
-	switch len(args) {
-	case 1:
-		c.out.Simple("PONG")
-	case 2:
-		c.out.Bulk(args[1])
-	default:
+	switch {
+	case len(args) > 2:
 		c.out.Error(proto.ErrArity("ping"))
+	case c.ps != nil:
+		c.out.Array(2)
+		c.out.BulkString("pong")
+		if len(args) == 2 {
+			c.out.Bulk(args[1])
+		} else {
+			c.out.BulkString("")
+		}
+	case len(args) == 1:
+		c.out.Simple("PONG")
+	default:
+		c.out.Bulk(args[1])
 	}
 }
 
@@ -86,6 +103,7 @@ func quit(c *client, _ [][]byte) {
 }
 
 func reset(c *client, _ [][]byte) {
+	c.leavePubSub()
 	c.multi, c.multiErr, c.queued = false, false, nil
 	c.db = 0
 	c.authed = c.s.settings.config().RequirePass == ""

@@ -138,6 +138,7 @@ func clientSetInfo(c *client, args [][]byte) {
 
 func clientList(c *client, args [][]byte) {
 	var ids map[int64]bool
+	typ := ""
 	for i := 2; i < len(args); i++ {
 		switch {
 		case strings.EqualFold(string(args[i]), "TYPE") && i+1 < len(args):
@@ -146,10 +147,11 @@ func clientList(c *client, args [][]byte) {
 				c.out.Error("ERR Unknown client type '" + string(args[i+1]) + "'")
 				return
 			}
-			if t != "normal" {
+			if t != "normal" && t != "pubsub" {
 				c.out.BulkString("")
 				return
 			}
+			typ = t
 			i++
 		case strings.EqualFold(string(args[i]), "ID") && i+1 < len(args):
 			ids = map[int64]bool{}
@@ -171,7 +173,7 @@ func clientList(c *client, args [][]byte) {
 	var b strings.Builder
 	now := time.Now()
 	for _, o := range clients {
-		if ids == nil || ids[o.id] {
+		if (ids == nil || ids[o.id]) && (typ == "" || o.clientType() == typ) {
 			b.WriteString(o.describe(now))
 		}
 	}
@@ -182,10 +184,10 @@ func clientList(c *client, args [][]byte) {
 func (c *client) describe(now time.Time) string {
 	c.info.Lock()
 	defer c.info.Unlock()
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=N db=%d sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=2 lib-name=%s lib-ver=%s\n",
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=2 lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.info.name,
 		int64(now.Sub(c.created).Seconds()), int64(now.Sub(c.info.lastActive).Seconds()),
-		c.info.db, c.info.multi, c.info.lastCmd, c.info.libName, c.info.libVer)
+		clientFlags(c.info.sub+c.info.psub), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, c.info.libName, c.info.libVer)
 }
 
 func configCommand(c *client, args [][]byte) {
@@ -204,6 +206,10 @@ func configCommand(c *client, args [][]byte) {
 					seen[p.name] = true
 					pairs = append(pairs, p.name, p.get(&cfg))
 				}
+			}
+			if !seen[bitTTLName] && store.Match(pat, []byte(bitTTLName), true) {
+				seen[bitTTLName] = true
+				pairs = append(pairs, bitTTLName, c.s.bitTTLValue())
 			}
 		}
 		c.out.Array(len(pairs))
@@ -227,11 +233,25 @@ func configSet(c *client, args [][]byte) {
 		c.out.Error(proto.ErrArity("config|set"))
 		return
 	}
-	// Like Redis, check every name before changing anything.
+	// Like Redis, check every name and value before changing anything.
 	seen := map[string]bool{}
+	var rules []store.BitTTLRule
 	for i := 2; i < len(args); i += 2 {
 		p := findParameter(string(args[i]))
 		switch {
+		case strings.EqualFold(string(args[i]), bitTTLName):
+			var err error
+			if seen[bitTTLName] {
+				err = errors.New("duplicate parameter")
+			} else {
+				rules, err = ParseBitTTL(string(args[i+1]))
+			}
+			if err != nil {
+				c.out.Error(configSetFailed(args[i], err.Error()))
+				return
+			}
+			seen[bitTTLName] = true
+			continue
 		case p == nil:
 			c.out.Error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", args[i]))
 			return
@@ -246,7 +266,11 @@ func configSet(c *client, args [][]byte) {
 	}
 	err := c.s.settings.update(func(cfg *Config) error {
 		for i := 2; i < len(args); i += 2 {
-			if msg := findParameter(string(args[i])).set(cfg, string(args[i+1])); msg != "" {
+			p := findParameter(string(args[i]))
+			if p == nil { // bit-ttl, set below
+				continue
+			}
+			if msg := p.set(cfg, string(args[i+1])); msg != "" {
 				return errors.New(configSetFailed(args[i], msg))
 			}
 		}
@@ -259,6 +283,15 @@ func configSet(c *client, args [][]byte) {
 		}
 		c.out.Error(msg)
 		return
+	}
+	if seen[bitTTLName] {
+		// The rules go through the log, after the local settings were
+		// checked and installed: a write that fails (no leader) leaves
+		// them as they were.
+		if err := c.s.setBitTTL(rules); err != nil {
+			c.out.Error(replyError(err))
+			return
+		}
 	}
 	c.out.OK()
 }
@@ -329,8 +362,9 @@ func (s *Server) infoStats(b *strings.Builder) {
 	for _, t := range s.commandTotals() {
 		processed += t.calls
 	}
-	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\nexpired_keys:%d\r\n",
-		s.stats.connections.Load(), processed, s.stats.rejected.Load(), s.store.Stats().ExpiredKeys)
+	channels, patterns := s.pubsub.counts()
+	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\nexpired_keys:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\n",
+		s.stats.connections.Load(), processed, s.stats.rejected.Load(), s.store.Stats().ExpiredKeys, channels, patterns)
 }
 
 func (s *Server) infoCommandStats(b *strings.Builder) {

@@ -28,6 +28,7 @@ type Server struct {
 
 	settings settings
 	stats    stats
+	pubsub   hub
 
 	mu struct {
 		sync.Mutex
@@ -49,6 +50,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{store: store.New(), quit: make(chan struct{})}
 	s.settings.init(cfg)
+	s.watchBitEvents()
 	s.mu.clients = make(map[*client]struct{})
 	cc := cfg.Cluster
 	cc.Password = func() string { return s.settings.config().RequirePass }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/presenced/presenced/server"
+	"github.com/presenced/presenced/store"
 )
 
 func main() {
@@ -33,6 +35,12 @@ func main() {
 	appendOnly := fs.String("appendonly", "yes", "yes: keep the raft log and snapshots in --dir, to restart with the data; no: in memory")
 	fs.StringVar(&cc.AppendFsync, "appendfsync", cc.AppendFsync, "always: fsync before acknowledging; everysec: once a second; no: leave it to the OS")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's pprof profiles over HTTP on this address (e.g. 127.0.0.1:6060)")
+	var bitTTL []store.BitTTLRule
+	fs.Func("bit-ttl", "a bit-TTL rule, <pattern>=<seconds>, e.g. 'online:*=90s': SETBIT 1 on a matching key arms that TTL for the bit (repeatable; the first match wins)", func(v string) error {
+		r, err := server.ParseBitTTLFlag(v)
+		bitTTL = append(bitTTL, r)
+		return err
+	})
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Parse(os.Args[1:])
 	if *version {
@@ -73,6 +81,13 @@ func main() {
 		log.Fatalf("presenced: %v", err)
 	}
 	log.Printf("presenced %s ready to accept connections on %s", server.Version, srv.Addr())
+	if bitTTL != nil {
+		go func() {
+			if err := srv.SetBitTTL(context.Background(), bitTTL); err != nil {
+				log.Printf("presenced: --bit-ttl rules not installed: %v", err)
+			}
+		}()
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -516,5 +517,78 @@ func TestDataDirOfAnotherCluster(t *testing.T) {
 	info, err := pa.client(0).Do(context.Background(), "RAFT", "INFO").Text()
 	if err != nil || !strings.Contains(info, "members:1\r\n") {
 		t.Errorf("cluster a after the refused join: %q, %v", info, err)
+	}
+}
+
+// TestBitTTLFlag starts presenced with --bit-ttl rules: they are
+// installed through the log, SETBIT arms them, and bad values are refused.
+func TestBitTTLFlag(t *testing.T) {
+	n := newNode(t, "n1")
+	p := n.start(t, "--bit-ttl", "online:*=90s", "--bit-ttl", "sess:*=2m")
+	rdb := p.client(0)
+	ctx := context.Background()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		rules, err := rdb.ConfigGet(ctx, "bit-ttl").Result()
+		if err == nil && rules["bit-ttl"] == "online:* 90 sess:* 120" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bit-ttl %q, %v", rules, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the installation
+	}
+	if err := rdb.SetBit(ctx, "online:0", 7, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := rdb.Do(ctx, "BITTTL", "online:0", 7).Int64(); err != nil || ttl < 89 || ttl > 90 {
+		t.Fatalf("BITTTL under the rule: %d, %v; want 90", ttl, err)
+	}
+	p.stop()
+	for _, bad := range []string{"online:*", "=90s", "online:*=0", "online:*=1.5s", "online:*=soon"} {
+		if out := refuse(t, n.args("--bit-ttl", bad)...); !strings.Contains(out, "--bit-ttl") {
+			t.Errorf("--bit-ttl %q: output %q does not name the flag", bad, out)
+		}
+	}
+}
+
+// TestRestartKeepsDeadlines kills a node holding bits with deadlines:
+// after the restart the bits whose deadline passed meanwhile are gone,
+// and the others are still set, with their deadlines.
+func TestRestartKeepsDeadlines(t *testing.T) {
+	n := newNode(t, "n1")
+	p := n.start(t)
+	rdb := p.client(0)
+	ctx := context.Background()
+	if err := rdb.Do(ctx, "BITPSETEX", "online", 300, 1, 2, 3).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Do(ctx, "BITSETEX", "online", 3600, 4, 5).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.SetBit(ctx, "online", 6, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.kill(syscall.SIGKILL)
+	began := time.Now()
+	p = n.start(t)
+	rdb = p.client(0)
+	for {
+		bits, err := rdb.Do(ctx, "GETBITS", "online", 1, 2, 3, 4, 5, 6).Int64Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(bits, []int64{0, 0, 0, 1, 1, 1}) {
+			break
+		}
+		if !slices.Equal(bits, []int64{1, 1, 1, 1, 1, 1}) || time.Since(began) > startTimeout {
+			t.Fatalf("bits after the restart: %v", bits)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for the short deadlines
+	}
+	for off, want := range map[int64]int64{4: 3600, 5: 3600, 6: -1} {
+		if ttl, err := rdb.Do(ctx, "BITTTL", "online", off).Int64(); err != nil || ttl > want || ttl < want-60 {
+			t.Errorf("BITTTL of bit %d after the restart: %d, %v; want %d", off, ttl, err, want)
+		}
 	}
 }

@@ -1,0 +1,432 @@
+package server
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/presenced/presenced/proto"
+	"github.com/presenced/presenced/store"
+)
+
+// Pub/sub follows Redis 7.0 over RESP2: SUBSCRIBE, PSUBSCRIBE, their
+// UNSUBSCRIBEs, PUBLISH and PUBSUB. Messages reach the subscribers of this
+// node only; every node publishes the events of its own apply path to its
+// own subscribers, so a subscriber on any node sees each event once.
+//
+// A client's first subscription gives it an outbox (pubsub_outbox.go):
+// from then until its last unsubscription all its output, replies and
+// messages, goes through the outbox and a writer goroutine, so that a
+// publisher never waits for a subscriber's network. Clients that never
+// subscribe keep writing their replies themselves.
+//
+// Lock order: hub.mu, then outbox.mu.
+
+// defaultPubSubLimit is Redis's default hard client-output-buffer-limit
+// for pub/sub clients: a subscriber whose unsent output would pass it is
+// disconnected. Redis's soft limit (8mb for 60 seconds) is not applied.
+const defaultPubSubLimit = 32 << 20
+
+// hub holds the subscriptions of the server's clients and delivers
+// published messages to their outboxes. Its zero value is ready to use.
+type hub struct {
+	// active counts subscriptions, channels plus patterns, of all clients.
+	active atomic.Int64
+	// limit, when positive, replaces defaultPubSubLimit for outboxes
+	// created from now on.
+	limit atomic.Int64
+	// onListen, when set, is called under the hub's lock when the first
+	// subscription starts (true) and when the last one ends (false).
+	onListen func(listening bool)
+
+	mu struct {
+		sync.RWMutex
+		channels map[string]map[*outbox]struct{}
+		patterns map[string]map[*outbox]struct{}
+	}
+}
+
+// listening reports whether any client has a subscription, to a channel
+// or a pattern. It is one atomic load: a source of events (the store's
+// event sink) can be installed only while it is true, so that events cost
+// nothing when nobody subscribes.
+func (h *hub) listening() bool { return h.active.Load() > 0 }
+
+// publish delivers message on channel to this node's subscribers of the
+// channel and of the patterns that match it, and returns how many
+// deliveries it queued (a client subscribed to the channel and to a
+// matching pattern counts twice, as in Redis). It never blocks on a
+// subscriber: each message is queued in the subscriber's outbox, and a
+// subscriber whose queue passes the output limit is disconnected. It may
+// be called from any goroutine, with any lock held that is not the hub's;
+// message is copied, so the caller may reuse it.
+func (h *hub) publish(channel string, message []byte) int {
+	if !h.listening() {
+		return 0
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	n := 0
+	if subs := h.mu.channels[channel]; len(subs) > 0 {
+		n += deliver(subs, messageFrame(false, "", channel, message))
+	}
+	for pattern, subs := range h.mu.patterns {
+		if store.MatchString(pattern, channel) {
+			n += deliver(subs, messageFrame(true, pattern, channel, message))
+		}
+	}
+	return n
+}
+
+// deliver queues frame in each outbox and returns how many took it.
+func deliver(subs map[*outbox]struct{}, frame []byte) int {
+	n := 0
+	for box := range subs {
+		if box.push(frame) {
+			n++
+		}
+	}
+	return n
+}
+
+// messageFrame encodes a published message as Redis sends it: a
+// "message" for a channel subscription, a "pmessage" that names the
+// pattern for a pattern subscription.
+func messageFrame(isPattern bool, pattern, channel string, message []byte) []byte {
+	w := proto.Writer{B: make([]byte, 0, 64+len(pattern)+len(channel)+len(message))}
+	if !isPattern {
+		w.Array(3)
+		w.BulkString("message")
+	} else {
+		w.Array(4)
+		w.BulkString("pmessage")
+		w.BulkString(pattern)
+	}
+	w.BulkString(channel)
+	w.Bulk(message)
+	return w.B
+}
+
+// outputLimit is the output limit of a new outbox.
+func (h *hub) outputLimit() int {
+	if n := h.limit.Load(); n > 0 {
+		return int(n)
+	}
+	return defaultPubSubLimit
+}
+
+// change subscribes box to names (or unsubscribes it, when add is false),
+// channels or patterns, and queues out, the replies that confirm the
+// change, in one critical section: publishers wait, so no message
+// overtakes a subscription's confirmation, none follows an
+// unsubscription's, and a client that has read a confirmation receives
+// every message published after it.
+func (h *hub) change(box *outbox, patterns, add bool, names []string, out []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := &h.mu.channels
+	if patterns {
+		m = &h.mu.patterns
+	}
+	if *m == nil {
+		*m = map[string]map[*outbox]struct{}{}
+	}
+	for _, name := range names {
+		subs := (*m)[name]
+		_, had := subs[box]
+		switch {
+		case add && !had:
+			if subs == nil {
+				subs = map[*outbox]struct{}{}
+				(*m)[name] = subs
+			}
+			subs[box] = struct{}{}
+			if h.active.Add(1) == 1 && h.onListen != nil {
+				h.onListen(true)
+			}
+		case !add && had:
+			delete(subs, box)
+			if len(subs) == 0 {
+				delete(*m, name)
+			}
+			if h.active.Add(-1) == 0 && h.onListen != nil {
+				h.onListen(false)
+			}
+		}
+	}
+	box.send(out)
+}
+
+// channels lists, sorted, the channels with subscribers whose names
+// match pattern (all of them when pattern is nil).
+func (h *hub) channels(pattern []byte) []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var out []string
+	for ch := range h.mu.channels {
+		if pattern == nil || store.MatchString(string(pattern), ch) {
+			out = append(out, ch)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// numSub is the number of subscribers of channel.
+func (h *hub) numSub(channel []byte) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.mu.channels[string(channel)])
+}
+
+// counts are the numbers of channels and of patterns with subscribers.
+func (h *hub) counts() (channels, patterns int) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.mu.channels), len(h.mu.patterns)
+}
+
+// subscriptions is a client's pub/sub state, which it has from its first
+// subscription to its last unsubscription. Only the client's goroutine
+// touches it.
+type subscriptions struct {
+	box      *outbox
+	channels map[string]struct{}
+	patterns map[string]struct{}
+}
+
+// set is the client's set of channels or of patterns.
+func (ps *subscriptions) set(patterns bool) map[string]struct{} {
+	if patterns {
+		return ps.patterns
+	}
+	return ps.channels
+}
+
+// count is the client's number of subscriptions, as the replies of the
+// (un)subscribe commands report it.
+func (ps *subscriptions) count() int {
+	if ps == nil {
+		return 0
+	}
+	return len(ps.channels) + len(ps.patterns)
+}
+
+func subscribeCommand(c *client, args [][]byte)    { c.subscribe("subscribe", false, args[1:]) }
+func psubscribeCommand(c *client, args [][]byte)   { c.subscribe("psubscribe", true, args[1:]) }
+func unsubscribeCommand(c *client, args [][]byte)  { c.unsubscribe("unsubscribe", false, args[1:]) }
+func punsubscribeCommand(c *client, args [][]byte) { c.unsubscribe("punsubscribe", true, args[1:]) }
+
+// subscribe adds channels or patterns to the client's subscriptions and
+// confirms each, as SUBSCRIBE and PSUBSCRIBE do.
+func (c *client) subscribe(kind string, patterns bool, names [][]byte) {
+	if c.ps == nil {
+		box := newOutbox(c.nc, c.s.pubsub.outputLimit())
+		c.s.goFunc(box.run)
+		c.ps = &subscriptions{box: box, channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
+	}
+	set := c.ps.set(patterns)
+	var added []string
+	for _, n := range names {
+		if _, ok := set[string(n)]; !ok {
+			set[string(n)] = struct{}{}
+			added = append(added, string(n))
+		}
+		c.confirm(kind, n, c.ps.count())
+	}
+	c.s.pubsub.change(c.ps.box, patterns, true, added, c.out.B)
+	c.out.Reset()
+	c.noteSubscriptions()
+}
+
+// unsubscribe removes channels or patterns from the client's
+// subscriptions, all of them when names is empty, and confirms each, as
+// UNSUBSCRIBE and PUNSUBSCRIBE do. After its last subscription the client
+// writes its replies itself again.
+func (c *client) unsubscribe(kind string, patterns bool, names [][]byte) {
+	if c.ps == nil {
+		c.confirmNone(kind, names)
+		return
+	}
+	set := c.ps.set(patterns)
+	if len(names) == 0 {
+		names = sortedNames(set)
+		if len(names) == 0 {
+			c.confirm(kind, nil, c.ps.count())
+		}
+	}
+	var removed []string
+	for _, n := range names {
+		if _, ok := set[string(n)]; ok {
+			delete(set, string(n))
+			removed = append(removed, string(n))
+		}
+		c.confirm(kind, n, c.ps.count())
+	}
+	c.s.pubsub.change(c.ps.box, patterns, false, removed, c.out.B)
+	c.out.Reset()
+	if c.ps.count() == 0 {
+		c.ps.box.finish()
+		c.ps = nil
+	}
+	c.noteSubscriptions()
+}
+
+// confirmNone answers an unsubscription of a client without
+// subscriptions.
+func (c *client) confirmNone(kind string, names [][]byte) {
+	if len(names) == 0 {
+		c.confirm(kind, nil, 0)
+	}
+	for _, n := range names {
+		c.confirm(kind, n, 0)
+	}
+}
+
+// sortedNames lists a set's names in order.
+func sortedNames(set map[string]struct{}) [][]byte {
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = []byte(k)
+	}
+	return out
+}
+
+// confirm writes one (un)subscription's reply: its kind, the channel or
+// pattern (null when there was none to unsubscribe from) and the count of
+// subscriptions left.
+func (c *client) confirm(kind string, name []byte, count int) {
+	c.out.Array(3)
+	c.out.BulkString(kind)
+	if name == nil {
+		c.out.Null()
+	} else {
+		c.out.Bulk(name)
+	}
+	c.out.Int(int64(count))
+}
+
+// leavePubSub drops all the client's subscriptions without replies (for
+// RESET, and when the connection ends) and waits until the output queued
+// in its outbox is written.
+func (c *client) leavePubSub() {
+	if c.ps == nil {
+		return
+	}
+	h := &c.s.pubsub
+	h.change(c.ps.box, false, false, slices.Collect(maps.Keys(c.ps.channels)), nil)
+	h.change(c.ps.box, true, false, slices.Collect(maps.Keys(c.ps.patterns)), nil)
+	c.ps.box.finish()
+	c.ps = nil
+	c.noteSubscriptions()
+}
+
+// noteSubscriptions publishes the client's subscription counts for
+// CLIENT LIST.
+func (c *client) noteSubscriptions() {
+	var sub, psub int
+	if c.ps != nil {
+		sub, psub = len(c.ps.channels), len(c.ps.patterns)
+	}
+	c.info.Lock()
+	c.info.sub, c.info.psub = sub, psub
+	c.info.Unlock()
+}
+
+// refuseSubscribed refuses, with Redis's error, a command a RESP2 client
+// may not run while it has subscriptions, and reports whether it did.
+// As in Redis, an unknown subcommand or a subcommand's wrong arity is
+// reported first.
+func (c *client) refuseSubscribed(spec *proto.Spec, args [][]byte) bool {
+	switch spec.Name {
+	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ping", "quit", "reset":
+		return false
+	}
+	name := spec.Name
+	if len(spec.Subcommands) > 0 {
+		sub := spec.Sub(args[1])
+		switch {
+		case sub == nil:
+			c.reject(spec, proto.ErrUnknownSubcommand(args[1], strings.ToUpper(spec.Name)))
+			return true
+		case !sub.CheckArity(len(args)):
+			c.reject(spec, proto.ErrArity(sub.FullName()))
+			return true
+		}
+		name = sub.FullName()
+	}
+	c.reject(spec, "ERR Can't execute '"+name+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+	return true
+}
+
+// publishCommand is PUBLISH. It reaches this node's subscribers only and
+// replies with their number, as PUBLISH does in Redis Cluster.
+func publishCommand(c *client, args [][]byte) {
+	c.out.Int(int64(c.s.pubsub.publish(string(args[1]), args[2])))
+}
+
+func pubsubCommand(c *client, args [][]byte) {
+	sub := c.subcommand(args)
+	if sub == nil {
+		return
+	}
+	h := &c.s.pubsub
+	switch sub.Name {
+	case "channels":
+		if len(args) > 3 {
+			c.out.Error(proto.ErrSubcommandSyntax(args[1], "PUBSUB"))
+			return
+		}
+		var pattern []byte
+		if len(args) == 3 {
+			pattern = args[2]
+		}
+		chans := h.channels(pattern)
+		c.out.Array(len(chans))
+		for _, ch := range chans {
+			c.out.BulkString(ch)
+		}
+	case "numsub":
+		c.out.Array(2 * (len(args) - 2))
+		for _, ch := range args[2:] {
+			c.out.Bulk(ch)
+			c.out.Int(int64(h.numSub(ch)))
+		}
+	case "numpat":
+		_, patterns := h.counts()
+		c.out.Int(int64(patterns))
+	default:
+		c.help("PUBSUB",
+			"CHANNELS [<pattern>]", "    Return the currently active channels matching a <pattern> (default: '*').",
+			"NUMPAT", "    Return number of subscriptions to patterns.",
+			"NUMSUB [<channel> ...]", "    Return the number of subscribers for the specified channels, excluding",
+			"    pattern subscriptions(default: no channels).")
+	}
+}
+
+// clientType is the client's type for CLIENT LIST TYPE: "pubsub" while it
+// has subscriptions, else "normal".
+func (c *client) clientType() string {
+	c.info.Lock()
+	defer c.info.Unlock()
+	if c.info.sub+c.info.psub > 0 {
+		return "pubsub"
+	}
+	return "normal"
+}
+
+// clientFlags is the flags field of CLIENT LIST for a client with n
+// subscriptions: P for a subscriber, N (none) otherwise.
+func clientFlags(n int) string {
+	if n > 0 {
+		return "P"
+	}
+	return "N"
+}

@@ -1,0 +1,133 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"sync"
+)
+
+// errOutboxClosed is returned when a subscribed client's output cannot be
+// queued because its connection was closed: a write failed, or the output
+// waiting to be written passed the output buffer limit.
+var errOutboxClosed = errors.New("server: subscriber connection closed")
+
+// outbox is the output queue of a subscribed client. Publishers and the
+// client's own goroutine append to it without waiting on the network; a
+// writer goroutine (run) sends what it holds. A client whose queued and
+// in-flight output would pass limit is disconnected, as Redis disconnects
+// a client past its client-output-buffer-limit.
+type outbox struct {
+	nc    net.Conn
+	limit int
+	wake  chan struct{} // a token when there is something to do
+	done  chan struct{} // closed when run returns
+
+	mu struct {
+		sync.Mutex
+		buf      []byte // queued, not yet taken by the writer
+		inflight int    // bytes the writer is writing
+		closing  bool   // no more output: write what is queued and stop
+		failed   bool   // the connection is closed; output is dropped
+	}
+}
+
+func newOutbox(nc net.Conn, limit int) *outbox {
+	return &outbox{nc: nc, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// push queues b (copying it) and reports whether it was queued. It never
+// waits for the network: past the limit it closes the connection instead.
+func (o *outbox) push(b []byte) bool {
+	o.mu.Lock()
+	if o.mu.failed || o.mu.closing {
+		o.mu.Unlock()
+		return false
+	}
+	if len(o.mu.buf)+o.mu.inflight+len(b) > o.limit {
+		o.failLocked()
+		o.mu.Unlock()
+		return false
+	}
+	o.mu.buf = append(o.mu.buf, b...)
+	o.mu.Unlock()
+	o.signal()
+	return true
+}
+
+// send queues the client's own replies for push, reporting a closed
+// connection as an error.
+func (o *outbox) send(b []byte) error {
+	if len(b) > 0 && !o.push(b) {
+		return errOutboxClosed
+	}
+	return nil
+}
+
+// failLocked drops the queue and closes the connection, which also ends a
+// write the writer is blocked in and the client's read.
+func (o *outbox) failLocked() {
+	o.mu.failed = true
+	o.mu.buf = nil
+	o.nc.Close()
+}
+
+// signal wakes the writer without waiting.
+func (o *outbox) signal() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// finish makes the writer send what is queued and stop, and waits for it.
+func (o *outbox) finish() {
+	o.mu.Lock()
+	o.mu.closing = true
+	o.mu.Unlock()
+	o.signal()
+	<-o.done
+}
+
+// run writes the queue to the connection until finish or a failure.
+func (o *outbox) run() {
+	defer close(o.done)
+	var spare []byte
+	for {
+		b, ok := o.take(spare)
+		if !ok {
+			return
+		}
+		_, err := o.nc.Write(b)
+		o.mu.Lock()
+		o.mu.inflight = 0
+		if err != nil {
+			o.failLocked()
+		}
+		o.mu.Unlock()
+		if err != nil {
+			return
+		}
+		spare = nil
+		if cap(b) <= maxIdleBuf {
+			spare = b[:0]
+		}
+	}
+}
+
+// take waits for queued output and takes it, leaving spare as the new
+// queue; ok is false when the writer is to stop.
+func (o *outbox) take(spare []byte) (b []byte, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for len(o.mu.buf) == 0 && !o.mu.closing && !o.mu.failed {
+		o.mu.Unlock()
+		<-o.wake
+		o.mu.Lock()
+	}
+	if o.mu.failed || len(o.mu.buf) == 0 {
+		return nil, false
+	}
+	b, o.mu.buf = o.mu.buf, spare
+	o.mu.inflight = len(b)
+	return b, true
+}
