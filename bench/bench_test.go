@@ -42,6 +42,15 @@ var wantRows = map[string][]string{
 		"restart after SIGKILL, until the data is served"},
 	"Write latency while the log is compacted, 500k ids in 1M": {"SETBIT, pipeline 1, during RAFT SNAPSHOT",
 		"SETBIT, pipeline 1, during BGREWRITEAOF"},
+	"Per-bit expiry: BITSETEX vs SETBIT, both on presenced": {"BITSETEX heartbeats, 64 ids per command",
+		"BITSETEX heartbeats, 1 id per command, pipeline 64"},
+	"Per-bit expiry vs the Redis recipes": {"GETBITS of 500 offsets vs 500 pipelined GETBITs, 20k ids in 1M",
+		"seed pattern: SETBIT under a bit-TTL rule vs SETBIT + EXPIRE, pipeline 64 heartbeats",
+		"per-user expiry, heartbeats of 100k users (distinct random ids in 1M), pipeline 64"},
+	"Memory for per-user expiry":           {"per-user expiry, 100k users (distinct random ids in 1M): BITSETEX vs ZADD"},
+	"Expiry at 500k online: memory":        {"500k ids in 1M armed with BITPSETEX, MEMORY USAGE", "500k ids in 1M armed with BITPSETEX, RssAnon"},
+	"Expiry at 500k online: CPU":           {"expiry of 250k ids, no client load"},
+	"Expiry at 500k online: write latency": {"SETBIT, pipeline 1, during the expiry of 250k ids"},
 }
 
 // TestQuickRun runs the whole benchmark in quick mode against real
@@ -91,6 +100,12 @@ func TestQuickRun(t *testing.T) {
 		for _, r := range g.Pauses {
 			names = append(names, r.Workload)
 			checkPause(t, r)
+		}
+		for _, r := range g.CPUs {
+			names = append(names, r.Workload)
+			if r.Took <= 0 || r.CPU <= 0 || r.Idle < 0 {
+				t.Errorf("%s: implausible %+v", r.Workload, r)
+			}
 		}
 		if want := wantRows[g.Title]; fmt.Sprint(names) != fmt.Sprint(want) {
 			t.Errorf("group %q has rows %q, want %q", g.Title, names, want)

@@ -38,18 +38,44 @@ func (t target) cpu() (time.Duration, error) {
 	return sum, nil
 }
 
+// A request is what a load connection sends as one unit: one command (a
+// template) or a few sent back to back (a batch).
+type request interface {
+	// appendTo appends the request's commands, taking their integer
+	// arguments from ids (nil when they have none). It does not allocate
+	// once buf has room.
+	appendTo(buf []byte, ids idSource) []byte
+	// ids is the number of integer arguments (ids) the request takes.
+	ids() int
+	// replies is the number of replies the request gets.
+	replies() int
+}
+
+// opsOf is what one request of r counts for in a run: an op is an id it
+// carries (a heartbeat, a bit read), or the whole request when it
+// carries none.
+func opsOf(r request) int {
+	return max(r.ids(), 1)
+}
+
 // loadSpec is one run of the load generator against one target.
 type loadSpec struct {
-	tmpl     template
-	pipeline int // commands per round trip
+	req request
+	// pipeline is the ops per round trip: a connection sends
+	// pipeline/opsOf(req) requests (at least one) per round trip, so
+	// that 64 SETBITs and one BITSETEX of 64 ids are the same pipeline.
+	pipeline int
 	conns    int
-	// ids returns the id source of connection i; nil when the command
+	// ids returns the id source of connection i; nil when the request
 	// has no integer argument.
 	ids func(i int) idSource
-	// Either duration > 0 (run that long) or count > 0 (send exactly
-	// count commands, split evenly over the connections).
+	// Either duration > 0 (run that long), count > 0 (send exactly
+	// count ops, a whole number of requests, split evenly over the
+	// connections in whole requests; see connShare) or until is not nil
+	// (run until it is closed).
 	duration time.Duration
 	count    uint64
+	until    <-chan struct{}
 	// marker, when not nil, marks a window of interest (a snapshot being
 	// taken): it is odd while the window is open and grows by one when
 	// the window opens or closes. Round trips that overlap the window are
@@ -59,7 +85,7 @@ type loadSpec struct {
 
 // loadResult is what one run measured.
 type loadResult struct {
-	ops     uint64
+	ops     uint64        // see opsOf
 	elapsed time.Duration // from the start to the last reply
 	rtt     histogram     // pipeline round-trip times
 	marked  histogram     // those that overlapped loadSpec.marker's window
@@ -81,15 +107,16 @@ type worker struct {
 	conn     net.Conn
 	rd       *respReader
 	wbuf     []byte
-	tmpl     *template
+	req      request
 	ids      idSource
-	pipeline int
-	limit    uint64 // commands to send; 0 means until the deadline
-	sent     uint64
+	pipeline int    // requests per round trip
+	limit    uint64 // requests to send; 0 means until the deadline
+	sent     uint64 // requests
 	rtt      histogram
 	marker   *atomic.Uint64 // see loadSpec.marker
 	marked   histogram
-	end      time.Time // when the last reply arrived
+	until    <-chan struct{} // see loadSpec.until
+	end      time.Time       // when the last reply arrived
 	err      error
 }
 
@@ -104,11 +131,7 @@ func (w *worker) run(start <-chan struct{}, deadline time.Time) {
 		}
 		buf := w.wbuf[:0]
 		for range n {
-			var id uint64
-			if w.ids != nil {
-				id = w.ids.next()
-			}
-			buf = w.tmpl.append(buf, id)
+			buf = w.req.appendTo(buf, w.ids)
 		}
 		w.wbuf = buf
 		var mark uint64
@@ -120,7 +143,7 @@ func (w *worker) run(start <-chan struct{}, deadline time.Time) {
 			w.err = err
 			return
 		}
-		for range n {
+		for range n * uint64(w.req.replies()) {
 			if err := w.rd.skip(); err != nil {
 				w.err = err
 				return
@@ -136,11 +159,30 @@ func (w *worker) run(start <-chan struct{}, deadline time.Time) {
 		if !deadline.IsZero() && w.end.After(deadline) {
 			return
 		}
+		if w.until != nil {
+			select {
+			case <-w.until:
+				return
+			default:
+			}
+		}
 	}
+}
+
+// connShare returns the range [from, to) of the ops of a count-limited
+// spec that connection i of conns sends, when each request carries per
+// ops: the requests are shared out, so a range never splits one.
+func connShare(count uint64, per, conns, i int) (from, to uint64) {
+	from, to = share(count/uint64(per), conns, i)
+	return from * uint64(per), to * uint64(per)
 }
 
 // drive runs spec against t and merges the connections' results.
 func drive(t target, spec loadSpec) (*loadResult, error) {
+	per := opsOf(spec.req)
+	if spec.count%uint64(per) != 0 {
+		return nil, fmt.Errorf("bench: %d ops are not a whole number of %d-id requests", spec.count, per)
+	}
 	workers := make([]*worker, spec.conns)
 	defer func() {
 		for _, w := range workers {
@@ -158,16 +200,17 @@ func drive(t target, spec loadSpec) (*loadResult, error) {
 		}
 		_ = conn.SetDeadline(guard)
 		w := &worker{
-			conn: conn, rd: newRespReader(conn, 64<<10), tmpl: &spec.tmpl,
-			pipeline: spec.pipeline, wbuf: make([]byte, 0, spec.pipeline*64), marker: spec.marker,
+			conn: conn, rd: newRespReader(conn, 64<<10), req: spec.req,
+			pipeline: max(spec.pipeline/per, 1), wbuf: make([]byte, 0, spec.pipeline*64), marker: spec.marker,
+			until: spec.until,
 		}
 		if spec.ids != nil {
 			w.ids = spec.ids(i)
 		}
 		if spec.count > 0 {
 			// Connection i sends its share of the count.
-			n := uint64(spec.conns)
-			w.limit = spec.count*uint64(i+1)/n - spec.count*uint64(i)/n
+			from, to := connShare(spec.count, per, spec.conns, i)
+			w.limit = (to - from) / uint64(per)
 			if w.limit == 0 {
 				w.conn.Close()
 				continue
@@ -215,7 +258,7 @@ func drive(t target, spec loadSpec) (*loadResult, error) {
 		if w.err != nil {
 			return nil, fmt.Errorf("connection to %s: %w", t.addrs[i%len(t.addrs)], w.err)
 		}
-		res.ops += w.sent
+		res.ops += w.sent * uint64(per)
 		res.rtt.merge(&w.rtt)
 		res.marked.merge(&w.marked)
 		if w.end.After(last) {

@@ -50,6 +50,10 @@ func newFlagSet(o *options, output io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.FailoverConns, "failover-conns", c.FailoverConns, "connections writing while the leader is killed")
 	fs.IntVar(&c.FailoverTrials, "failover-trials", c.FailoverTrials, "times the leader is killed")
 	fs.IntVar(&c.RestartTrials, "restart-trials", c.RestartTrials, "restarts per server and kind of stop")
+	fs.Uint64Var(&c.PresenceUsers, "presence-users", c.PresenceUsers, "users of the per-user expiry rows")
+	fs.Uint64Var(&c.ExpiryIDs, "expiry-ids", c.ExpiryIDs, "ids that expire in the mass expiry rows (a multiple of 100)")
+	fs.DurationVar(&c.ExpiryTTL, "expiry-ttl", c.ExpiryTTL, "least time from arming the mass expiry's ids to their first deadline (more when loading them was slow)")
+	fs.DurationVar(&c.ExpirySpread, "expiry-spread", c.ExpirySpread, "time over which the mass expiry's deadlines are spread")
 	fs.Func("only", "comma-separated row groups to run: "+strings.Join(allGroups, ", ")+", or replication (modes, cluster, failover, restart)", func(v string) error {
 		c.Groups = parseGroups(v)
 		return nil

@@ -199,25 +199,25 @@ func TestRespReaderRejectsMalformedReplies(t *testing.T) {
 }
 
 func TestTemplateEncodesLikeAppendCommand(t *testing.T) {
-	setbit := newTemplate([]string{"SETBIT", "k"}, true, "1")
-	fixed := newTemplate([]string{"BITCOUNT", "some:key"}, false)
+	setbit := newTemplate([]string{"SETBIT", "k"}, 1, "1")
+	fixed := newTemplate([]string{"BITCOUNT", "some:key"}, 0)
 	for _, v := range []uint64{0, 7, 1234567, math.MaxUint64} {
-		got := setbit.append(nil, v)
+		got := setbit.appendTo(nil, &listIDs{v})
 		want := redisserver.AppendCommand(nil, "SETBIT", "k", strconv.FormatUint(v, 10), "1")
 		if !bytes.Equal(got, want) {
 			t.Errorf("template with %d: %q, want %q", v, got, want)
 		}
-		if got, want := fixed.append(nil, v), redisserver.AppendCommand(nil, "BITCOUNT", "some:key"); !bytes.Equal(got, want) {
+		if got, want := fixed.appendTo(nil, nil), redisserver.AppendCommand(nil, "BITCOUNT", "some:key"); !bytes.Equal(got, want) {
 			t.Errorf("fixed template: %q, want %q", got, want)
 		}
 	}
 }
 
 func TestHotPathDoesNotAllocate(t *testing.T) {
-	tmpl := newTemplate([]string{"SETBIT", "k"}, true, "1")
+	tmpl := newTemplate([]string{"SETBIT", "k"}, 1, "1")
 	buf := make([]byte, 0, 1024)
 	ids := newRandomIDs(1, 1, 100_000_000)
-	if n := testing.AllocsPerRun(100, func() { buf = tmpl.append(buf[:0], ids.next()) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { buf = tmpl.appendTo(buf[:0], ids) }); n != 0 {
 		t.Errorf("encoding a command allocates %v times", n)
 	}
 	stream := bytes.Repeat([]byte(":1\r\n"), 200)
@@ -346,7 +346,7 @@ func TestMarkerSplitsRoundTrips(t *testing.T) {
 	srv := redisserver.StartForTest(t, redisserver.Options{})
 	var marker atomic.Uint64
 	marker.Add(1) // the window is open for the whole run
-	res, err := drive(targetOf(srv), loadSpec{tmpl: setbitTemplate, pipeline: 1, conns: 2, count: 50, marker: &marker,
+	res, err := drive(targetOf(srv), loadSpec{req: setbitTemplate, pipeline: 1, conns: 2, count: 50, marker: &marker,
 		ids: func(c int) idSource { return newRandomIDs(1, uint64(c), 1000) }})
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +355,7 @@ func TestMarkerSplitsRoundTrips(t *testing.T) {
 		t.Errorf("open window: %d marked, %d outside; want 50, 0", res.marked.n, res.rtt.n)
 	}
 	marker.Add(1)
-	res, err = drive(targetOf(srv), loadSpec{tmpl: setbitTemplate, pipeline: 1, conns: 2, count: 50, marker: &marker,
+	res, err = drive(targetOf(srv), loadSpec{req: setbitTemplate, pipeline: 1, conns: 2, count: 50, marker: &marker,
 		ids: func(c int) idSource { return newRandomIDs(1, uint64(c), 1000) }})
 	if err != nil {
 		t.Fatal(err)
@@ -409,8 +409,7 @@ func TestMarkdownRendersGroupsAndNotes(t *testing.T) {
 		},
 		Notes: []string{"a note"},
 	}
-	md := string(rep.Markdown())
-	for _, want := range []string{
+	checkMarkdown(t, rep,
 		"Produced by `go run ./bench` on 2025-01-02 03:04 UTC.",
 		"| w | 2.00M | 1.00M | 2.00× | ≥ 1.0× | yes | 1.00ms | 2.50ms | 900µs | 2.00s |",
 		"| m | 3.0 MiB | 12.0 MiB | 0.250× | ≤ 0.5× | yes |",
@@ -419,9 +418,16 @@ func TestMarkdownRendersGroupsAndNotes(t *testing.T) {
 		"| r | 4.00s | 4.00s | 4.00s | 1 | – | – | 20.00ms |",
 		"| p | presenced | 5000 | 1.00ms | 2.00ms | 3.00ms | 25.00ms | 40.00ms | 30.00ms |",
 		"- a note",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report lacks %q:\n%s", want, md)
+	)
+}
+
+// checkMarkdown checks that rep's Markdown has every line of want.
+func checkMarkdown(t *testing.T, rep *Report, want ...string) {
+	t.Helper()
+	md := string(rep.Markdown())
+	for _, w := range want {
+		if !strings.Contains(md, w) {
+			t.Errorf("report lacks %q:\n%s", w, md)
 		}
 	}
 }

@@ -21,10 +21,11 @@ const (
 	groupCluster    = "cluster"    // SETBIT on a three-node cluster
 	groupFailover   = "failover"   // time to write again after the leader dies
 	groupRestart    = "restart"    // restart and snapshot of a node holding LargeIDs ids
+	groupPresence   = "presence"   // per-bit expiry: BITSETEX, GETBITS, bit-TTL rules, mass expiry
 )
 
 // allGroups lists every row group in running order.
-var allGroups = []string{groupHeartbeats, groupData, groupModes, groupCluster, groupFailover, groupRestart}
+var allGroups = []string{groupHeartbeats, groupData, groupModes, groupCluster, groupFailover, groupRestart, groupPresence}
 
 // groupAliases name sets of groups for -only.
 var groupAliases = map[string][]string{
@@ -492,8 +493,13 @@ func (s *suite) pauseRow(n restartNode) (PauseRow, error) {
 		runs = append(runs, res)
 		took = append(took, d)
 	}
-	row := PauseRow{Workload: "SETBIT, pipeline 1, during " + strings.Join(n.compact, " "), Server: n.label,
-		Outside: summarize(runs), Took: medianDuration(took)}
+	return newPauseRow("SETBIT, pipeline 1, during "+strings.Join(n.compact, " "), n.label, runs, took), nil
+}
+
+// newPauseRow is the medians over runs of the latency of round trips in
+// and out of their marked window, whose lengths are took.
+func newPauseRow(workload, server string, runs []*loadResult, took []time.Duration) PauseRow {
+	row := PauseRow{Workload: workload, Server: server, Outside: summarize(runs), Took: medianDuration(took)}
 	var during, maxes []time.Duration
 	var p99s []time.Duration
 	for _, r := range runs {
@@ -503,7 +509,7 @@ func (s *suite) pauseRow(n restartNode) (PauseRow, error) {
 	}
 	row.During = Measurement{P50: medianDuration(during), P99: medianDuration(p99s)}
 	row.Max = medianDuration(maxes)
-	return row, nil
+	return row
 }
 
 // pauseRun runs the write load once on n and compacts its log a third of
@@ -512,7 +518,7 @@ func (s *suite) pauseRow(n restartNode) (PauseRow, error) {
 func (s *suite) pauseRun(n restartNode, rep int) (*loadResult, time.Duration, error) {
 	var marker atomic.Uint64
 	seed := s.cfg.Seed + uint64(rep)
-	spec := loadSpec{tmpl: setbitTemplate, pipeline: 1, conns: s.cfg.Conns, duration: s.cfg.Duration, marker: &marker,
+	spec := loadSpec{req: setbitTemplate, pipeline: 1, conns: s.cfg.Conns, duration: s.cfg.Duration, marker: &marker,
 		ids: func(c int) idSource { return newRandomIDs(seed, uint64(c), s.cfg.Space) }}
 	c, err := dial(n.addr, 10*time.Second)
 	if err != nil {

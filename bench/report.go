@@ -54,6 +54,15 @@ type Row struct {
 	Target    Target
 }
 
+// side returns the measurement of server i: 0 presenced (or the first
+// column), 1 redis-server (or the second).
+func (r *Row) side(i int) *Measurement {
+	if i == 0 {
+		return &r.Presenced
+	}
+	return &r.Redis
+}
+
 // Ratio is presenced / redis-server, NaN when the redis figure is not
 // positive.
 func (r Row) Ratio() float64 {
@@ -90,17 +99,53 @@ type PauseRow struct {
 	// ops/s.
 	Outside, During Measurement
 	Max             time.Duration // the longest round trip overlapping it
-	Took            time.Duration // how long the compaction took
+	Took            time.Duration // how long the compaction (the window) took
 }
 
-// Group is one table of the report: Rows, Times or Pauses.
+// CPURow is the CPU time presenced used over a window in which it did
+// background work (expiring ids) with no client load.
+type CPURow struct {
+	Workload string
+	Took     time.Duration // the window
+	CPU      float64       // cores used over the window
+	Idle     float64       // cores used over a quiet window before it, for reference
+	Limit    float64       // the target: CPU is at most Limit cores
+}
+
+// Met reports whether the CPU use is within the limit.
+func (r CPURow) Met() bool { return r.CPU <= r.Limit }
+
+// Group is one table of the report: Rows, Times, Pauses or CPUs.
 type Group struct {
 	Title      string
 	Note       string // a sentence under the title
 	Throughput bool   // rows are ops/s with latencies; otherwise bytes
-	Rows       []Row
-	Times      []TimeRow
-	Pauses     []PauseRow
+	// Columns name the two figures of a row when they are not presenced
+	// and redis-server (two commands on presenced, say); the ratio is the
+	// first over the second.
+	Columns [2]string
+	Unit    string // what a throughput row counts per second: "ops" when empty
+	Window  string // what the Pauses' window is: "compaction" when empty
+	Rows    []Row
+	Times   []TimeRow
+	Pauses  []PauseRow
+	CPUs    []CPURow
+}
+
+// columns returns the labels of a row's two figures.
+func (g *Group) columns() [2]string {
+	if g.Columns == ([2]string{}) {
+		return [2]string{"presenced", "redis"}
+	}
+	return g.Columns
+}
+
+// orDefault returns v, or def when v is empty.
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }
 
 // Machine describes where the benchmark ran.
@@ -166,12 +211,18 @@ func (g *Group) writeTable(b *bytes.Buffer) {
 	case len(g.Pauses) > 0:
 		g.writePauses(b)
 		return
+	case len(g.CPUs) > 0:
+		g.writeCPUs(b)
+		return
 	}
+	c := g.columns()
 	if g.Throughput {
-		b.WriteString("| workload | presenced ops/s | redis ops/s | ratio | target | met | presenced p50 | presenced p99 | redis p50 | redis p99 |\n")
+		unit := orDefault(g.Unit, "ops") + "/s"
+		fmt.Fprintf(b, "| workload | %s %s | %s %s | ratio | target | met | %s p50 | %s p99 | %s p50 | %s p99 |\n",
+			c[0], unit, c[1], unit, c[0], c[0], c[1], c[1])
 		b.WriteString("|---|--:|--:|--:|---|---|--:|--:|--:|--:|\n")
 	} else {
-		b.WriteString("| workload | presenced | redis | ratio | target | met |\n")
+		fmt.Fprintf(b, "| workload | %s | %s | ratio | target | met |\n", c[0], c[1])
 		b.WriteString("|---|--:|--:|--:|---|---|\n")
 	}
 	for _, r := range g.Rows {
@@ -215,13 +266,31 @@ func (g *Group) writeTimes(b *bytes.Buffer) {
 }
 
 func (g *Group) writePauses(b *bytes.Buffer) {
-	b.WriteString("| workload | server | ops/s | p50 outside | p99 outside | p50 during | p99 during | max during | compaction took |\n")
+	fmt.Fprintf(b, "| workload | server | ops/s | p50 outside | p99 outside | p50 during | p99 during | max during | %s took |\n", orDefault(g.Window, "compaction"))
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range g.Pauses {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Workload, r.Server,
 			formatOps(r.Outside.Value), formatDuration(r.Outside.P50), formatDuration(r.Outside.P99),
 			formatDuration(r.During.P50), formatDuration(r.During.P99), formatDuration(r.Max), formatDuration(r.Took))
 	}
+}
+
+func (g *Group) writeCPUs(b *bytes.Buffer) {
+	b.WriteString("| workload | window | presenced CPU | idle presenced CPU (reference) | target | met |\n")
+	b.WriteString("|---|--:|--:|--:|---|---|\n")
+	for _, r := range g.CPUs {
+		met := "no"
+		if r.Met() {
+			met = "yes"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | ≤ %s | %s |\n", r.Workload, formatDuration(r.Took),
+			formatCore(r.CPU), formatCore(r.Idle), formatCore(r.Limit), met)
+	}
+}
+
+// formatCore writes cores as a percentage of one core.
+func formatCore(v float64) string {
+	return strconv.FormatFloat(100*v, 'f', 1, 64) + "% of a core"
 }
 
 // medianDuration returns the median of d.
@@ -245,7 +314,11 @@ func (rep *Report) cpuTable() string {
 			if b.Len() == 0 {
 				b.WriteString("| workload | presenced | generator (vs presenced) | redis | generator (vs redis) |\n|---|--:|--:|--:|--:|\n")
 			}
-			fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.2f | %.2f |\n", r.Workload,
+			name := r.Workload
+			if g.Columns != ([2]string{}) {
+				name = fmt.Sprintf("%s (columns: %s, %s)", name, g.Columns[0], g.Columns[1])
+			}
+			fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.2f | %.2f |\n", name,
 				r.Presenced.SrvCPU, r.Presenced.GenCPU, r.Redis.SrvCPU, r.Redis.GenCPU)
 		}
 	}

@@ -182,24 +182,22 @@ func appendBulk(buf []byte, s []byte) []byte {
 	return append(buf, "\r\n"...)
 }
 
-// A template is a command encoded once, whose only changing part is an
-// optional integer argument (a bit offset) between fixed arguments.
+// A template is a command encoded once, whose only changing parts are
+// integer arguments (bit offsets) in a row between fixed arguments: none
+// (BITCOUNT key), one (SETBIT key <id> 1) or many (GETBITS key <id>...).
+// It is a request of one command.
 type template struct {
-	head     []byte // array header and the arguments before the integer
-	tail     []byte // the arguments after it
-	variable bool   // whether the command has the integer argument
+	head []byte // array header and the arguments before the integers
+	tail []byte // the arguments after them
+	n    int    // how many integer arguments the command has
 }
 
-// newTemplate encodes the command before... [integer] after...; the
-// integer is present when variable is set.
-func newTemplate(before []string, variable bool, after ...string) template {
-	n := len(before) + len(after)
-	if variable {
-		n++
-	}
-	t := template{variable: variable}
+// newTemplate encodes the command before... followed by n integer
+// arguments and after....
+func newTemplate(before []string, n int, after ...string) template {
+	t := template{n: n}
 	t.head = append(t.head, '*')
-	t.head = strconv.AppendInt(t.head, int64(n), 10)
+	t.head = strconv.AppendInt(t.head, int64(len(before)+n+len(after)), 10)
 	t.head = append(t.head, "\r\n"...)
 	for _, a := range before {
 		t.head = appendBulk(t.head, []byte(a))
@@ -210,14 +208,25 @@ func newTemplate(before []string, variable bool, after ...string) template {
 	return t
 }
 
-// append appends the command with integer argument v (ignored when the
-// command has none). It does not allocate once buf has room.
-func (t *template) append(buf []byte, v uint64) []byte {
+// appendTo appends the command with its integer arguments taken from ids
+// (which may be nil when it has none). It does not allocate once buf has
+// room.
+func (t template) appendTo(buf []byte, ids idSource) []byte {
 	buf = append(buf, t.head...)
-	if t.variable {
-		var digits [20]byte
-		d := strconv.AppendUint(digits[:0], v, 10)
-		buf = appendBulk(buf, d)
+	for range t.n {
+		buf = appendUint(buf, ids.next())
 	}
 	return append(buf, t.tail...)
+}
+
+// ids is the number of integer arguments.
+func (t template) ids() int { return t.n }
+
+// replies is 1: one command.
+func (t template) replies() int { return 1 }
+
+// appendUint appends v as a RESP bulk string of its decimal digits.
+func appendUint(buf []byte, v uint64) []byte {
+	var digits [20]byte
+	return appendBulk(buf, strconv.AppendUint(digits[:0], v, 10))
 }

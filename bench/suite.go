@@ -51,6 +51,20 @@ type Config struct {
 	// RestartTrials is how many times a node holding LargeIDs ids is
 	// restarted after each kind of stop.
 	RestartTrials int
+	// PresenceUsers is the number of users (distinct random ids in
+	// Space) of the per-user expiry rows.
+	PresenceUsers uint64
+	// ExpiryIDs is the number of ids (distinct, random in Space) that
+	// get a deadline and expire in the mass expiry rows; a multiple of
+	// 100, the ids per arming command.
+	ExpiryIDs uint64
+	// ExpiryTTL is the least time from when arming them begins to their
+	// first deadline, which must outlast arming them and measuring their
+	// memory: the benchmark waits longer, twice the time loading the
+	// same ids with SETBIT took, when that is more.
+	// ExpirySpread is the time over which their deadlines are spread
+	// (plus a pause of a third of it between the two halves).
+	ExpiryTTL, ExpirySpread time.Duration
 }
 
 // DefaultConfig is the full benchmark of the issue.
@@ -65,6 +79,7 @@ func DefaultConfig() Config {
 		Seed:   1,
 		Groups: allGroups,
 		Nodes:  3, FailoverConns: 10, FailoverTrials: 5, RestartTrials: 3,
+		PresenceUsers: 10_000_000, ExpiryIDs: 50_000_000, ExpiryTTL: 90 * time.Second, ExpirySpread: 30 * time.Second,
 	}
 }
 
@@ -77,6 +92,7 @@ func QuickConfig() Config {
 	c.SmallIDs, c.LargeIDs, c.WideIDs = 20_000, 500_000, 50_000
 	c.SettleInterval, c.SettleTimeout = 20*time.Millisecond, 2*time.Second
 	c.FailoverTrials, c.RestartTrials = 2, 1
+	c.PresenceUsers, c.ExpiryIDs, c.ExpiryTTL, c.ExpirySpread = 100_000, 500_000, 8*time.Second, 3*time.Second
 	return c
 }
 
@@ -97,6 +113,10 @@ func (c Config) Validate() error {
 		return errors.New("bench: the settle timeout must be at least one interval")
 	case c.Nodes < 3 || c.FailoverConns < c.Nodes || c.FailoverTrials < 1 || c.RestartTrials < 1:
 		return errors.New("bench: a cluster needs at least 3 nodes, a connection to each during failover, and a trial of each kind")
+	case c.PresenceUsers > c.Space || c.ExpiryIDs > c.Space || c.ExpiryIDs%armBatch != 0:
+		return fmt.Errorf("bench: presence users and expiry ids must fit the id space; expiry ids must be a multiple of %d", armBatch)
+	case c.ExpiryTTL < time.Second || c.ExpirySpread < time.Second:
+		return errors.New("bench: the expiry TTL and spread must be at least a second")
 	case len(c.Groups) == 0:
 		return errors.New("bench: no row group selected")
 	}
@@ -163,12 +183,28 @@ func (p pair) targets() [2]target {
 
 // workload is a throughput workload.
 type workload struct {
-	name     string
-	tmpl     template
-	pipeline int
-	random   bool // the command takes a random id in Space
-	target   Target
+	name string
+	// reqs are what each op sends to presenced and to redis-server (or
+	// to whatever the two targets are): the same request, or each its
+	// own recipe for the same op.
+	reqs     [2]request
+	pipeline int  // ops per round trip (see loadSpec.pipeline)
+	random   bool // the requests take random ids, uniform in Space...
+	// ...or, when pick is set, from the source it returns for a seed
+	// and a connection.
+	pick   func(seed, stream uint64) idSource
+	target Target
+	// labels name the two targets in the log when they are not
+	// presenced and redis-server.
+	labels [2]string
+	// beside, when set for a target, starts a job that runs next to each
+	// of that target's runs (a recipe's cleanup) and returns its stop,
+	// which reports the job's error.
+	beside [2]func(t target) (stop func() error, err error)
 }
+
+// both is r sent to both servers.
+func both(r request) [2]request { return [2]request{r, r} }
 
 // dataset is a key loaded with distinct random ids for a memory row and,
 // optionally, BITCOUNT rows.
@@ -219,6 +255,7 @@ var groupRunners = map[string]func(*suite) error{
 	groupCluster:    (*suite).cluster,
 	groupFailover:   (*suite).failover,
 	groupRestart:    (*suite).restart,
+	groupPresence:   (*suite).presence,
 }
 
 // datasets measures the memory of each data set and BITCOUNT on some.
@@ -251,12 +288,12 @@ func (s *suite) heartbeats() error {
 		return err
 	}
 	defer p.close()
-	getbit := newTemplate([]string{"GETBIT", heartbeatKey}, true)
+	getbit := newTemplate([]string{"GETBIT", heartbeatKey}, 1)
 	g := Group{Title: "Heartbeats", Throughput: true, Note: fmt.Sprintf("`SETBIT %s <random id> 1` and `GETBIT %s <random id>`; GETBIT runs on the key the SETBIT runs filled.", heartbeatKey, heartbeatKey)}
 	for _, w := range []workload{
 		setbitWorkload("SETBIT heartbeat, pipeline 64", 64, targetHeartbeat),
 		setbitWorkload("SETBIT heartbeat, pipeline 1", 1, targetHeartbeat),
-		{name: "GETBIT, pipeline 64", tmpl: getbit, pipeline: 64, random: true, target: targetHeartbeat},
+		{name: "GETBIT, pipeline 64", reqs: both(getbit), pipeline: 64, random: true, target: targetHeartbeat},
 	} {
 		row, err := s.throughput(p.targets(), w)
 		if err != nil {
@@ -269,11 +306,11 @@ func (s *suite) heartbeats() error {
 }
 
 // setbitTemplate is the heartbeat: SETBIT heartbeatKey <id> 1.
-var setbitTemplate = newTemplate([]string{"SETBIT", heartbeatKey}, true, "1")
+var setbitTemplate = newTemplate([]string{"SETBIT", heartbeatKey}, 1, "1")
 
 // setbitWorkload is the heartbeat at a pipeline depth.
 func setbitWorkload(name string, pipeline int, t Target) workload {
-	return workload{name: name, tmpl: setbitTemplate, pipeline: pipeline, random: true, target: t}
+	return workload{name: name, reqs: both(setbitTemplate), pipeline: pipeline, random: true, target: t}
 }
 
 // redisVersion returns the version that redis-server --version prints.
@@ -293,28 +330,53 @@ func redisVersion() string {
 // throughput runs w Reps times on each of p (presenced, redis-server),
 // alternating which goes first, and returns the medians.
 func (s *suite) throughput(p [2]target, w workload) (Row, error) {
+	names := serverNames
+	if w.labels != ([2]string{}) {
+		names = w.labels
+	}
+	pick := w.pick
+	if pick == nil {
+		pick = func(seed, stream uint64) idSource { return newRandomIDs(seed, stream, s.cfg.Space) }
+	}
 	var runs [2][]*loadResult
 	for rep := range s.cfg.Reps {
 		for k := range 2 {
 			i := k ^ rep%2
-			spec := loadSpec{tmpl: w.tmpl, pipeline: w.pipeline, conns: s.cfg.Conns, duration: s.cfg.Duration}
+			spec := loadSpec{req: w.reqs[i], pipeline: w.pipeline, conns: s.cfg.Conns, duration: s.cfg.Duration}
 			if w.random {
 				// Both servers get the same ids in a repetition.
 				seed := s.cfg.Seed + uint64(rep)
-				spec.ids = func(c int) idSource { return newRandomIDs(seed, uint64(c), s.cfg.Space) }
+				spec.ids = func(c int) idSource { return pick(seed, uint64(c)) }
 			}
-			res, err := drive(p[i], spec)
+			res, err := driveBeside(p[i], spec, w.beside[i])
 			if err != nil {
-				return Row{}, fmt.Errorf("%s on %s: %w", w.name, serverNames[i], err)
+				return Row{}, fmt.Errorf("%s on %s: %w", w.name, names[i], err)
 			}
 			if res.ops == 0 {
-				return Row{}, fmt.Errorf("%s on %s: no round trip finished in %v", w.name, serverNames[i], s.cfg.Duration)
+				return Row{}, fmt.Errorf("%s on %s: no round trip finished in %v", w.name, names[i], s.cfg.Duration)
 			}
-			s.logf("%s, %s: %.0f ops/s, p50 %v, p99 %v", w.name, serverNames[i], res.opsPerSec(), res.rtt.quantile(0.5), res.rtt.quantile(0.99))
+			s.logf("%s, %s: %.0f ops/s, p50 %v, p99 %v", w.name, names[i], res.opsPerSec(), res.rtt.quantile(0.5), res.rtt.quantile(0.99))
 			runs[i] = append(runs[i], res)
 		}
 	}
 	return Row{Workload: w.name, Presenced: summarize(runs[0]), Redis: summarize(runs[1]), Target: w.target}, nil
+}
+
+// driveBeside runs spec against t while the job that start starts (when
+// not nil) runs next to it.
+func driveBeside(t target, spec loadSpec, start func(t target) (func() error, error)) (*loadResult, error) {
+	if start == nil {
+		return drive(t, spec)
+	}
+	stop, err := start(t)
+	if err != nil {
+		return nil, err
+	}
+	res, err := drive(t, spec)
+	if serr := stop(); err == nil && serr != nil {
+		err = fmt.Errorf("beside the run: %w", serr)
+	}
+	return res, err
 }
 
 // summarize returns the median of each figure over runs.
@@ -358,68 +420,75 @@ func (s *suite) dataset(ds dataset) (Row, *Row, error) {
 	name := fmt.Sprintf("%s random ids in a %s-id space", count(ds.ids), count(ds.space))
 	mem := Row{Workload: name, Target: ds.memTarget}
 	for i, srv := range p {
-		used, err := s.load(serverNames[i], srv, ds)
+		used, err := s.grownBy(srv, ds.space, func(c *client) error { return s.fill(serverNames[i], srv, c, ds) })
 		if err != nil {
 			return Row{}, nil, fmt.Errorf("%s on %s: %w", name, serverNames[i], err)
 		}
 		s.logf("%s, %s: %d bytes", name, serverNames[i], used)
-		m := Measurement{Value: float64(used)}
-		if i == 0 {
-			mem.Presenced = m
-		} else {
-			mem.Redis = m
-		}
+		*mem.side(i) = Measurement{Value: float64(used)}
 	}
 	if !ds.bitcount {
 		return mem, nil, nil
 	}
 	bc, err := s.throughput(p.targets(), workload{
 		name: fmt.Sprintf("BITCOUNT, %s ids in %s", count(ds.ids), count(ds.space)),
-		tmpl: newTemplate([]string{"BITCOUNT", datasetKey}, false), pipeline: 1, target: targetBitcount,
+		reqs: both(newTemplate([]string{"BITCOUNT", datasetKey}, 0)), pipeline: 1, target: targetBitcount,
 	})
 	return mem, &bc, err
 }
 
-// load sets ds's ids in datasetKey of srv (called name), checks BITCOUNT
-// and returns the growth of RSS.
-func (s *suite) load(name string, srv server, ds dataset) (int64, error) {
+// grownBy warms srv up with ids in space (see warmUp), then returns how
+// much its RSS grew while fill ran (given a connection to srv).
+func (s *suite) grownBy(srv server, space uint64, fill func(c *client) error) (int64, error) {
 	c, err := dial(srv.Addr(), 10*time.Second)
 	if err != nil {
 		return 0, err
 	}
 	defer c.close()
-	if err := s.warmUp(srv, ds.space); err != nil {
+	if err := s.warmUp(srv, space); err != nil {
 		return 0, err
 	}
 	before, err := s.settledRSS(c, srv.Pid())
 	if err != nil {
 		return 0, err
 	}
-	if err := s.fill(name, srv, c, ds); err != nil {
+	if err := fill(c); err != nil {
 		return 0, err
 	}
 	after, err := s.settledRSS(c, srv.Pid())
 	return after - before, err
 }
 
+// loadPerm sends req for the ids at positions [from, from+n) of perm to
+// srv over LoadConns connections in pipelines of LoadPipeline ops; n must
+// be a whole number of requests. Loading a data set piece by piece with
+// successive ranges sets each id once.
+func (s *suite) loadPerm(srv server, req request, perm permutation, from, n uint64) (*loadResult, error) {
+	conns := s.cfg.LoadConns
+	return drive(targetOf(srv), loadSpec{
+		req: req, pipeline: s.cfg.LoadPipeline, conns: conns, count: n,
+		ids: func(i int) idSource {
+			start, _ := connShare(n, opsOf(req), conns, i)
+			return &permIDs{perm: perm, i: from + start}
+		},
+	})
+}
+
+// noteLoad adds a note on how long loading what (a data set) took on
+// name, and how many of unit per second that was.
+func (s *suite) noteLoad(what, unit, name string, res *loadResult) {
+	s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("Loading %s took %.1fs (%s %s/s) on %s.",
+		what, res.elapsed.Seconds(), formatOps(res.opsPerSec()), unit, name))
+}
+
 // fill sets ds's ids in datasetKey of srv (called name) with SETBIT
 // pipelines, notes how long that took and checks BITCOUNT on c.
 func (s *suite) fill(name string, srv server, c *client, ds dataset) error {
-	perm := newPermutation(ds.space, s.cfg.Seed)
-	conns := s.cfg.LoadConns
-	res, err := drive(targetOf(srv), loadSpec{
-		tmpl:     newTemplate([]string{"SETBIT", datasetKey}, true, "1"),
-		pipeline: s.cfg.LoadPipeline, conns: conns, count: ds.ids,
-		ids: func(i int) idSource {
-			from, _ := share(ds.ids, conns, i)
-			return &permIDs{perm: perm, i: from}
-		},
-	})
+	res, err := s.loadPerm(srv, newTemplate([]string{"SETBIT", datasetKey}, 1, "1"), newPermutation(ds.space, s.cfg.Seed), 0, ds.ids)
 	if err != nil {
 		return err
 	}
-	s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("Loading %s ids in %s took %.1fs (%s SETBIT/s) on %s.",
-		count(ds.ids), count(ds.space), res.elapsed.Seconds(), formatOps(res.opsPerSec()), name))
+	s.noteLoad(fmt.Sprintf("%s ids in %s", count(ds.ids), count(ds.space)), "SETBIT", name, res)
 	n, err := c.doInt(time.Minute, "BITCOUNT", datasetKey)
 	if err != nil {
 		return err
@@ -440,7 +509,7 @@ const warmUpKey = "bench:warmup"
 func (s *suite) warmUp(srv server, space uint64) error {
 	conns := s.cfg.LoadConns
 	_, err := drive(targetOf(srv), loadSpec{
-		tmpl:     newTemplate([]string{"SETBIT", warmUpKey}, true, "1"),
+		req:      newTemplate([]string{"SETBIT", warmUpKey}, 1, "1"),
 		pipeline: s.cfg.LoadPipeline, conns: conns, count: uint64(conns * s.cfg.LoadPipeline * 4),
 		ids: func(i int) idSource { return newRandomIDs(s.cfg.Seed, uint64(i)+1000, space) },
 	})
