@@ -360,10 +360,25 @@ func (t *bitTimers) clone() *bitTimers {
 		n:       t.n,
 		ttl:     t.ttl,
 	}
+	// Two allocations for all the blocks and all their deadlines rather
+	// than two per block: a snapshot clones every bitmap under the store's
+	// lock, and 50M armed bits are some 100k blocks. A block's deadlines
+	// are a full slice of the slab, so a later insert moves them out.
+	blocks := make([]timerBlock, len(t.blocks))
+	total := 0
+	for _, b := range t.blocks {
+		total += len(b.dl)
+	}
+	slab := make([]uint16, total)
+	i := 0
 	for id, b := range t.blocks {
-		nb := *b
-		nb.dl = slices.Clone(b.dl)
-		c.blocks[id] = &nb
+		nb := &blocks[i]
+		*nb = *b
+		nb.dl = slab[:len(b.dl):len(b.dl)]
+		copy(nb.dl, b.dl)
+		slab = slab[len(b.dl):]
+		c.blocks[id] = nb
+		i++
 	}
 	if t.over != nil {
 		c.over = make(map[uint32]int64, len(t.over))
