@@ -189,3 +189,58 @@ func TestBitTTLAndEventsReplicated(t *testing.T) {
 		}
 	}
 }
+
+// TestBitExpiryAcrossFailover arms bits through the leader, stops it
+// before they expire, and checks that the survivors expire each bit once,
+// on time, under the new leader: a subscriber of each survivor sees every
+// event exactly once.
+func TestBitExpiryAcrossFailover(t *testing.T) {
+	srvs := startCluster(t, 3)
+	ctx := context.Background()
+	l := clusterLeader(t, srvs)
+	survivors := clusterFollowers(srvs, l)
+	var subs []*redis.PubSub
+	for _, s := range survivors {
+		ps := newGoRedis(t, s).PSubscribe(ctx, "__bitevent__:*")
+		defer ps.Close()
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, ps)
+	}
+	w := newGoRedis(t, l)
+	if err := w.Do(ctx, "BITPSETEX", "online", 1500, 1, 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Do(ctx, "BITSETEX", "online", 600, 3).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, srvs)
+	l.Close()
+	clusterLeader(t, survivors)
+	want := []string{"__bitevent__:online: join 1", "__bitevent__:online: join 2", "__bitevent__:online: join 3",
+		"__bitevent__:online: expire 1", "__bitevent__:online: expire 2"}
+	for i, ps := range subs {
+		if got := receiveEvents(t, ps, len(want)); !slices.Equal(got, want) {
+			t.Fatalf("survivor %d: events %q, want %q", i, got, want)
+		}
+	}
+	for i, s := range survivors {
+		rdb := newGoRedis(t, s)
+		bits, err := rdb.Do(ctx, "GETBITS", "online", 1, 2, 3).Int64Slice()
+		if err != nil || !slices.Equal(bits, []int64{0, 0, 1}) {
+			t.Fatalf("survivor %d: bits %v, %v; want [0 0 1]", i, bits, err)
+		}
+		if ttl, err := rdb.Do(ctx, "BITTTL", "online", 3).Int64(); err != nil || ttl < 590 || ttl > 600 {
+			t.Fatalf("survivor %d: BITTTL of the live bit %d, %v", i, ttl, err)
+		}
+		// Nothing expires twice: the next message is a marker published
+		// now on this node.
+		if err := rdb.Publish(ctx, "__bitevent__:marker", "end").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := receiveEvents(t, subs[i], 1); got[0] != "__bitevent__:marker: end" {
+			t.Fatalf("survivor %d: %q after the expiries", i, got)
+		}
+	}
+}
