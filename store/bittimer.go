@@ -1,9 +1,11 @@
 package store
 
 import (
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -61,6 +63,9 @@ type bitTimers struct {
 	n       int   // armed bits, in blocks and overflow
 	ttl     int64 // the TTL (ms) of the latest arm, for BITRECENT
 	heapAt  int64 // the at of this key's item in the store's heap; 0: none
+	// epoch marks the blocks these timers own (see own); every clone
+	// gives both sides a new one.
+	epoch uint64
 }
 
 // timerBlock holds the deadlines of the armed bits of blockSize offsets.
@@ -73,6 +78,9 @@ type timerBlock struct {
 	// armed[w], so that a sweep reads only the words that hold a passed
 	// deadline.
 	mins [blockWords]uint16
+	// epoch is the epoch of the timers that own the block; timers with
+	// another epoch share it with a clone and copy it before a change.
+	epoch uint64
 }
 
 // blockItem is an entry of a key's queue: a block (or the overflow map,
@@ -105,7 +113,25 @@ func unitsUp(ms int64) int64 {
 func passed(du, due int64) bool { return du < due }
 
 func newBitTimers() *bitTimers {
-	return &bitTimers{blocks: make(map[uint32]*timerBlock)}
+	return &bitTimers{blocks: make(map[uint32]*timerBlock), epoch: epochs.Add(1)}
+}
+
+// epochs hands out the epochs of timers: unique, so that a block is owned
+// by at most one timers.
+var epochs atomic.Uint64
+
+// own returns block id, b, ready to change: b itself if these timers own
+// it, or else (it is shared with a clone) a copy that replaces it here.
+func (t *bitTimers) own(id uint32, b *timerBlock) *timerBlock {
+	if b.epoch == t.epoch {
+		return b
+	}
+	nb := new(timerBlock)
+	*nb = *b
+	nb.dl = slices.Clone(b.dl)
+	nb.epoch = t.epoch
+	t.blocks[id] = nb
+	return nb
 }
 
 // deadline returns the deadline of off in units, and false when off is
@@ -129,6 +155,7 @@ func (t *bitTimers) arm(off uint32, du, nowu int64) bool {
 	id, bit := off>>blockShift, uint(off&(blockSize-1))
 	b := t.blocks[id]
 	if b != nil && b.has(bit) {
+		b = t.own(id, b)
 		if rel := du - b.base; rel >= 0 && rel <= maxRel {
 			b.dl[b.rank(bit)] = uint16(rel)
 			b.mins[bit/64] = min(b.mins[bit/64], uint16(rel))
@@ -149,9 +176,12 @@ func (t *bitTimers) add(off uint32, du, nowu int64) {
 	id, bit := off>>blockShift, uint(off&(blockSize-1))
 	t.n++
 	b := t.blocks[id]
+	if b != nil {
+		b = t.own(id, b)
+	}
 	switch {
 	case b == nil && du-min(nowu, du) <= maxRel:
-		b = &timerBlock{base: min(nowu, du), low: math.MaxInt64}
+		b = &timerBlock{base: min(nowu, du), low: math.MaxInt64, epoch: t.epoch}
 		t.blocks[id] = b
 	case b == nil || (!b.fits(du) && !b.rebase(du, nowu)):
 		t.addOverflow(off, du)
@@ -229,7 +259,7 @@ func (t *bitTimers) removeFrom(id uint32, b *timerBlock, bit uint) {
 func (t *bitTimers) disarm(off uint32) bool {
 	id, bit := off>>blockShift, uint(off&(blockSize-1))
 	if b := t.blocks[id]; b != nil && b.has(bit) {
-		t.removeFrom(id, b, bit)
+		t.removeFrom(id, t.own(id, b), bit)
 		return true
 	}
 	return t.dropOverflow(off)
@@ -243,6 +273,7 @@ func (t *bitTimers) disarmCleared(lo, hi uint64, isSet func(uint32) bool) {
 		if b == nil {
 			continue
 		}
+		b = t.own(uint32(id), b)
 		for w := range b.armed {
 			for word := b.armed[w]; word != 0; word &= word - 1 {
 				off := id<<blockShift + uint64(w*64+bits.TrailingZeros64(word))
@@ -275,6 +306,7 @@ func (t *bitTimers) sweep(due int64, out []uint32) []uint32 {
 		if b == nil || b.low != it.at {
 			continue // stale: the block was re-queued or dropped
 		}
+		b = t.own(it.id, b)
 		start := len(out)
 		out = b.sweep(it.id, due, out)
 		t.n -= len(out) - start
@@ -348,44 +380,25 @@ func (b *timerBlock) each(id uint32, f func(off uint32, du int64)) {
 	}
 }
 
-// clone returns a deep copy that no store heap knows yet.
+// clone returns a copy that no store heap knows yet. It shares the
+// blocks, copy-on-write: both sides get a new epoch, so each copies a
+// block before changing it (see own). A snapshot clones every value under
+// the store's lock; this makes the timers' part a copy of the block map,
+// not of some 100 MB of deadlines for 50M armed bits.
 func (t *bitTimers) clone() *bitTimers {
 	if t == nil {
 		return nil
 	}
 	c := &bitTimers{
-		blocks:  make(map[uint32]*timerBlock, len(t.blocks)),
+		blocks:  maps.Clone(t.blocks),
 		queue:   slices.Clone(t.queue),
+		over:    maps.Clone(t.over),
 		overLow: t.overLow,
 		n:       t.n,
 		ttl:     t.ttl,
+		epoch:   epochs.Add(1),
 	}
-	// Two allocations for all the blocks and all their deadlines rather
-	// than two per block: a snapshot clones every bitmap under the store's
-	// lock, and 50M armed bits are some 100k blocks. A block's deadlines
-	// are a full slice of the slab, so a later insert moves them out.
-	blocks := make([]timerBlock, len(t.blocks))
-	total := 0
-	for _, b := range t.blocks {
-		total += len(b.dl)
-	}
-	slab := make([]uint16, total)
-	i := 0
-	for id, b := range t.blocks {
-		nb := &blocks[i]
-		*nb = *b
-		nb.dl = slab[:len(b.dl):len(b.dl)]
-		copy(nb.dl, b.dl)
-		slab = slab[len(b.dl):]
-		c.blocks[id] = nb
-		i++
-	}
-	if t.over != nil {
-		c.over = make(map[uint32]int64, len(t.over))
-		for off, du := range t.over {
-			c.over[off] = du
-		}
-	}
+	t.epoch = epochs.Add(1)
 	return c
 }
 
