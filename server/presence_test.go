@@ -142,15 +142,7 @@ func TestBitTTLAndEventsReplicated(t *testing.T) {
 	if err := newGoRedis(t, f[0]).ConfigSet(ctx, "bit-ttl", "online:* 1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	var subs []*redis.PubSub
-	for _, s := range srvs {
-		ps := newGoRedis(t, s).PSubscribe(ctx, "__bitevent__:*")
-		defer ps.Close()
-		if _, err := ps.Receive(ctx); err != nil {
-			t.Fatal(err)
-		}
-		subs = append(subs, ps)
-	}
+	subs := subscribeEvents(t, srvs)
 	w := newGoRedis(t, f[1])
 	for _, off := range []int64{10, 20} {
 		if err := w.SetBit(ctx, "online:1", off, 1).Err(); err != nil {
@@ -175,18 +167,38 @@ func TestBitTTLAndEventsReplicated(t *testing.T) {
 			t.Fatalf("node %d: events %q, want %q", i, got, want)
 		}
 	}
-	// Nothing more arrives: each event came once. PUBLISH is local to
-	// the node it is sent to.
+	// Nothing more arrives: each event came once.
+	for i, s := range srvs {
+		checkNoMoreEvents(t, s, subs[i])
+	}
+}
+
+// subscribeEvents subscribes to every bit event on each of srvs and
+// returns the subscriptions, in the same order, closed with the test.
+func subscribeEvents(t *testing.T, srvs []*Server) []*redis.PubSub {
+	t.Helper()
+	var subs []*redis.PubSub
 	for _, s := range srvs {
-		if err := newGoRedis(t, s).Publish(ctx, "__bitevent__:marker", "end").Err(); err != nil {
+		ps := newGoRedis(t, s).PSubscribe(context.Background(), "__bitevent__:*")
+		t.Cleanup(func() { ps.Close() })
+		if _, err := ps.Receive(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		subs = append(subs, ps)
 	}
-	for i, ps := range subs {
-		got := receiveEvents(t, ps, 1)
-		if got[0] != "__bitevent__:marker: end" {
-			t.Fatalf("node %d: an event arrived twice or late: %q", i, got)
-		}
+	return subs
+}
+
+// checkNoMoreEvents publishes a marker on srv (PUBLISH is local to the
+// node it is sent to) and fails unless it is the next message ps, a
+// subscription on srv, receives: no event arrived twice or late.
+func checkNoMoreEvents(t *testing.T, srv *Server, ps *redis.PubSub) {
+	t.Helper()
+	if err := newGoRedis(t, srv).Publish(context.Background(), "__bitevent__:marker", "end").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := receiveEvents(t, ps, 1); got[0] != "__bitevent__:marker: end" {
+		t.Fatalf("%s: an event arrived twice or late: %q", srv.Node().Config().NodeID, got)
 	}
 }
 
@@ -199,15 +211,7 @@ func TestBitExpiryAcrossFailover(t *testing.T) {
 	ctx := context.Background()
 	l := clusterLeader(t, srvs)
 	survivors := clusterFollowers(srvs, l)
-	var subs []*redis.PubSub
-	for _, s := range survivors {
-		ps := newGoRedis(t, s).PSubscribe(ctx, "__bitevent__:*")
-		defer ps.Close()
-		if _, err := ps.Receive(ctx); err != nil {
-			t.Fatal(err)
-		}
-		subs = append(subs, ps)
-	}
+	subs := subscribeEvents(t, survivors)
 	w := newGoRedis(t, l)
 	if err := w.Do(ctx, "BITPSETEX", "online", 1500, 1, 2).Err(); err != nil {
 		t.Fatal(err)
@@ -234,13 +238,6 @@ func TestBitExpiryAcrossFailover(t *testing.T) {
 		if ttl, err := rdb.Do(ctx, "BITTTL", "online", 3).Int64(); err != nil || ttl < 590 || ttl > 600 {
 			t.Fatalf("survivor %d: BITTTL of the live bit %d, %v", i, ttl, err)
 		}
-		// Nothing expires twice: the next message is a marker published
-		// now on this node.
-		if err := rdb.Publish(ctx, "__bitevent__:marker", "end").Err(); err != nil {
-			t.Fatal(err)
-		}
-		if got := receiveEvents(t, subs[i], 1); got[0] != "__bitevent__:marker: end" {
-			t.Fatalf("survivor %d: %q after the expiries", i, got)
-		}
+		checkNoMoreEvents(t, s, subs[i]) // nothing expires twice
 	}
 }
