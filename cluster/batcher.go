@@ -229,8 +229,10 @@ func (b *batcher) propose(reqs []*request) *proposal {
 	data := encodeEntry(now, batches, size)
 	p := &proposal{b: b, key: &data[0], time: now, reqs: reqs, batches: batches, resolved: make(chan struct{})}
 	b.fsm.pending.Store(p.key, p)
-	f := b.r.Apply(data, 0)
+	// Counted before raft has it: the FSM may answer the entry's callers
+	// before this goroutine runs again.
 	b.entries.Add(1)
+	f := b.r.Apply(data, 0)
 	// Not a tracked goroutine: raft resolves every future it accepted,
 	// except an entry committed but not yet handed to the FSM when raft
 	// shuts down. The completer stops waiting once raft is down, and then
