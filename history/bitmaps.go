@@ -1,0 +1,152 @@
+package history
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	bolt "go.etcd.io/bbolt"
+)
+
+// A snapshot value is a 16-byte header and a roaring bitmap in the portable
+// serialization:
+//
+//	[0]     kind: snapFull (the bitmap) or snapXor (XOR against the previous snapshot)
+//	[4:8]   chain position: 0 for a full, else the previous snapshot's + 1
+//	[8:16]  logical byte length of the key's value
+const (
+	snapHeader = 16
+	snapFull   = 0
+	snapXor    = 1
+)
+
+type snap struct {
+	kind    byte
+	idx     uint32
+	byteLen uint64
+	payload []byte
+}
+
+func parseSnap(v []byte) (snap, error) {
+	if len(v) < snapHeader || v[0] > snapXor {
+		return snap{}, errCorrupt
+	}
+	return snap{
+		kind:    v[0],
+		idx:     binary.BigEndian.Uint32(v[4:8]),
+		byteLen: binary.BigEndian.Uint64(v[8:16]),
+		payload: v[snapHeader:],
+	}, nil
+}
+
+// encodeSnap encodes cur as the snapshot after prev (nil if none) whose
+// chain position is prevIdx: the XOR against prev when that is smaller and
+// the chain is shorter than fullEvery, else cur in full. It returns the
+// value and its chain position.
+func encodeSnap(prev *roaring.Bitmap, prevIdx uint32, cur *roaring.Bitmap, byteLen uint64, fullEvery int) ([]byte, uint32) {
+	cur.RunOptimize()
+	body, kind, idx := cur, byte(snapFull), uint32(0)
+	if prev != nil && int(prevIdx)+1 < fullEvery {
+		d := roaring.Xor(prev, cur)
+		d.RunOptimize()
+		if d.GetSerializedSizeInBytes() < cur.GetSerializedSizeInBytes() {
+			body, kind, idx = d, snapXor, prevIdx+1
+		}
+	}
+	buf := bytes.NewBuffer(make([]byte, snapHeader, snapHeader+body.GetSerializedSizeInBytes()))
+	b := buf.Bytes()
+	b[0] = kind
+	binary.BigEndian.PutUint32(b[4:8], idx)
+	binary.BigEndian.PutUint64(b[8:16], byteLen)
+	if _, err := body.WriteTo(buf); err != nil {
+		panic(err) // writing to a bytes.Buffer cannot fail
+	}
+	return buf.Bytes(), idx
+}
+
+// chainLink is one snapshot of a chain being reconstructed.
+type chainLink struct {
+	ts int64
+	s  snap
+}
+
+// snapChain returns the snapshots needed to rebuild the newest snapshot at
+// or before t, to be XORed together (in any order) onto base: from the
+// newest full (or cached snapshot) before it up to it, newest first. base is
+// the cached bitmap the chain applies to (nil: the chain ends with a full);
+// the target snapshot's time and header are returned. ok is false when the series has
+// no snapshot at or before t.
+func snapChain(b *bolt.Bucket, t int64, cached func(ts int64) *cachedBitmap) (links []chainLink, base *cachedBitmap, target chainLink, ok bool, err error) {
+	if b == nil {
+		return nil, nil, target, false, nil
+	}
+	c := b.Cursor()
+	k, v := seekLE(c, t)
+	if k == nil {
+		return nil, nil, target, false, nil
+	}
+	if target.s, err = parseSnap(v); err != nil {
+		return nil, nil, target, false, err
+	}
+	target.ts = keyTs(k)
+	for ; k != nil; k, v = c.Prev() {
+		ts := keyTs(k)
+		if cached != nil {
+			if cb := cached(ts); cb != nil {
+				return links, cb, target, true, nil
+			}
+		}
+		s, err := parseSnap(v)
+		if err != nil {
+			return nil, nil, target, false, err
+		}
+		links = append(links, chainLink{ts, s})
+		if s.kind == snapFull {
+			return links, nil, target, true, nil
+		}
+	}
+	return nil, nil, target, false, errCorrupt // a delta without a full before it
+}
+
+// rebuild XORs the links onto base (a bitmap the caller owns, or nil) and
+// returns the result, owned by the caller (it shares nothing with the
+// file's bytes).
+func rebuild(base *roaring.Bitmap, links []chainLink) (*roaring.Bitmap, error) {
+	if len(links) > 1 || (base != nil && len(links) > 0) {
+		payloads := make([][]byte, len(links))
+		for i, l := range links {
+			payloads[i] = l.s.payload
+		}
+		bm, ok, err := xorChain(base, payloads)
+		if ok || err != nil {
+			return bm, err
+		}
+	}
+	bm := base
+	for _, l := range links {
+		x := roaring.New()
+		if err := x.UnmarshalBinary(l.s.payload); err != nil {
+			return nil, errCorrupt
+		}
+		if bm == nil {
+			bm = x
+			continue
+		}
+		bm.Xor(x)
+	}
+	if bm == nil {
+		bm = roaring.New()
+	}
+	return bm, nil
+}
+
+// materialize rebuilds the newest snapshot at or before t without a cache.
+// ok is false when there is none.
+func materialize(b *bolt.Bucket, t int64) (bm *roaring.Bitmap, s snap, ts int64, ok bool, err error) {
+	links, _, target, ok, err := snapChain(b, t, nil)
+	if !ok || err != nil {
+		return nil, snap{}, 0, ok, err
+	}
+	bm, err = rebuild(nil, links)
+	return bm, target.s, target.ts, err == nil, err
+}

@@ -1,0 +1,350 @@
+// Package history keeps point-in-time history of bitmap keys in a bbolt
+// file: a count series per key (the key's bit count at every tick where it
+// changed) and bitmap snapshots per key (a full roaring bitmap every so
+// often, the XOR against the previous snapshot in between), thinned by
+// retention tiers.
+//
+// A History is a store.HistorySink: the store calls RecordCount,
+// RecordBitmap, Advance and Purge in log order with its write lock held.
+// These only queue; one writer goroutine writes each drained batch in one
+// bbolt transaction, and compacts (retention) between batches in small
+// transactions. All writes are idempotent: recording a (key, time) again, as
+// a replica does when it replays its log after a restart, changes nothing.
+//
+// Times are unix milliseconds. Queries answer for times from Oldest to
+// Newest (see Totals); other times get a *RangeError.
+//
+// File layout (bbolt buckets):
+//
+//	meta      version, start (first Advance), newest (last Advance), points, snapshots
+//	counts    one bucket per series (4-byte db + key name); chunk values keyed by
+//	          the big-endian first time of the chunk (see chunk)
+//	bitmaps   one bucket per series; snapshot values keyed by big-endian time
+//	          (see encodeSnap)
+//	purged    series -> time of its last Purge (records at or before it are ignored)
+package history
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	bolt "go.etcd.io/bbolt"
+)
+
+const formatVersion = 1
+
+var (
+	bucketMeta    = []byte("meta")
+	bucketCounts  = []byte("counts")
+	bucketBitmaps = []byte("bitmaps")
+	bucketPurged  = []byte("purged")
+
+	metaVersion = []byte("version")
+	metaStart   = []byte("start")
+	metaNewest  = []byte("newest")
+	metaPoints  = []byte("points")
+	metaSnaps   = []byte("snapshots")
+)
+
+// maxKeyLen bounds recorded key names (bbolt bucket names are limited);
+// records of longer keys are ignored.
+const maxKeyLen = bolt.MaxKeySize - 4
+
+// History is a point-in-time history file. Its methods are safe for
+// concurrent use.
+type History struct {
+	cfg   Config
+	tiers []Tier // by Keep, ascending
+
+	// dbMu guards db: queries hold it shared, RestoreCopy's swap exclusively.
+	dbMu sync.RWMutex
+	db   *bolt.DB
+
+	newest atomic.Int64 // newest Advance committed
+	start  atomic.Int64 // first Advance committed
+
+	q     queue
+	cache *cache
+	w     *writer
+
+	closeOnce sync.Once
+	done      chan struct{} // closed when the writer goroutine has exited
+}
+
+// op is one queued call.
+type op struct {
+	kind    opKind
+	ts      int64
+	series  string
+	count   uint64
+	bm      *roaring.Bitmap
+	byteLen uint64
+	restore *restoreReq
+	size    int64 // queue bytes it holds
+}
+
+type opKind uint8
+
+const (
+	opCount opKind = iota
+	opBitmap
+	opAdvance
+	opPurge
+	opRestore
+)
+
+// queue holds the calls waiting for the writer.
+type queue struct {
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled on every change below
+	ops      []op
+	bytes    int64  // size of the queued ops
+	enqueued uint64 // ops ever queued
+	done     uint64 // ops ever handled by the writer
+	err      error  // sticky write error
+	closed   bool
+	exited   bool // the writer goroutine has exited
+	// compacting is true while a compaction pass has series left.
+	compacting bool
+}
+
+// Open opens (creating if missing) the history file and starts its writer.
+// A file that is not a history file, or is damaged, gives an error naming
+// the file; it is never truncated or recreated.
+func Open(cfg Config) (*History, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	db, err := openDB(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := &History{cfg: cfg, tiers: sortedTiers(cfg.Retention), db: db, done: make(chan struct{})}
+	h.q.cond = sync.NewCond(&h.q.mu)
+	h.cache = newCache(cfg.CacheBytes)
+	if err := h.loadMeta(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	h.w = newWriter(h)
+	go h.w.run()
+	return h, nil
+}
+
+// openDB opens the bbolt file and makes sure it is a history file of this version.
+func openDB(cfg Config) (*bolt.DB, error) {
+	db, err := bolt.Open(cfg.Path, 0o600, &bolt.Options{Timeout: cfg.LockTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("history: cannot open %s: %w", cfg.Path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			empty := true
+			tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+			if !empty {
+				return errors.New("not a history file")
+			}
+			return initBuckets(tx)
+		}
+		if v := meta.Get(metaVersion); len(v) != 8 || getU64(v) != formatVersion {
+			return errors.New("unknown history format version")
+		}
+		for _, name := range [][]byte{bucketCounts, bucketBitmaps, bucketPurged} {
+			if tx.Bucket(name) == nil {
+				return fmt.Errorf("bucket %s missing", name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("history: cannot open %s: %w", cfg.Path, err)
+	}
+	return db, nil
+}
+
+func initBuckets(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketMeta, bucketCounts, bucketBitmaps, bucketPurged} {
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketMeta).Put(metaVersion, putU64(formatVersion))
+}
+
+// loadMeta reads start and newest from the file.
+func (h *History) loadMeta() error {
+	return h.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		h.start.Store(int64(getU64(meta.Get(metaStart))))
+		h.newest.Store(int64(getU64(meta.Get(metaNewest))))
+		return nil
+	})
+}
+
+// Close stops the writer after it has written everything queued, and
+// closes the file. It is safe to call more than once.
+func (h *History) Close() error {
+	var err error
+	h.closeOnce.Do(func() {
+		h.q.mu.Lock()
+		h.q.closed = true
+		h.q.cond.Broadcast()
+		h.q.mu.Unlock()
+		<-h.done
+		h.dbMu.Lock()
+		if h.db != nil {
+			err = h.db.Close()
+			h.db = nil
+		}
+		h.dbMu.Unlock()
+		if werr := h.writeErr(); werr != nil && err == nil {
+			err = werr
+		}
+	})
+	return err
+}
+
+func (h *History) writeErr() error {
+	h.q.mu.Lock()
+	defer h.q.mu.Unlock()
+	return h.q.err
+}
+
+// RecordCount records that from boundary ts on, the key's bit count was
+// count. A count equal to the key's previous point is not stored.
+func (h *History) RecordCount(ts int64, db int, key string, count uint64) {
+	if len(key) <= maxKeyLen {
+		h.enqueue(op{kind: opCount, ts: ts, series: seriesName(db, key), count: count}, 64)
+	}
+}
+
+// RecordBitmap records the key's whole bitmap as of boundary ts; the History
+// owns bm from then on.
+func (h *History) RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64) {
+	if len(key) <= maxKeyLen {
+		h.enqueue(op{kind: opBitmap, ts: ts, series: seriesName(db, key), bm: bm, byteLen: byteLen}, 64+int64(bm.GetSizeInBytes()))
+	}
+}
+
+// Advance says every point stamped at or before boundary ts has been recorded.
+func (h *History) Advance(ts int64) {
+	h.enqueue(op{kind: opAdvance, ts: ts}, 64)
+}
+
+// Purge erases every point and snapshot of the key; records for the key at
+// or before ts are ignored from then on (a replayed log cannot bring them back).
+func (h *History) Purge(ts int64, db int, key string) {
+	if len(key) <= maxKeyLen {
+		h.enqueue(op{kind: opPurge, ts: ts, series: seriesName(db, key)}, 64)
+	}
+}
+
+// enqueue queues o, blocking while the queue holds more than QueueBytes.
+// Calls after Close are dropped (it returns false).
+func (h *History) enqueue(o op, size int64) bool {
+	q := &h.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.bytes > 0 && q.bytes+size > h.cfg.QueueBytes && !q.closed && !q.exited {
+		q.cond.Wait()
+	}
+	if q.closed || q.exited {
+		return false
+	}
+	o.size = size
+	q.ops = append(q.ops, o)
+	q.bytes += size
+	q.enqueued++
+	q.cond.Broadcast()
+	return true
+}
+
+// Sync waits until everything recorded before the call is committed to the
+// file, and returns the first write error, if any.
+func (h *History) Sync() error {
+	q := &h.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	target := q.enqueued
+	for q.done < target && q.err == nil && !q.exited {
+		q.cond.Wait()
+	}
+	if q.err != nil {
+		return q.err
+	}
+	if q.done < target {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Newest returns the newest boundary passed to Advance and committed, 0 if none.
+func (h *History) Newest() int64 { return h.newest.Load() }
+
+// Oldest returns the oldest time queries answer for, 0 if nothing is held:
+// the first Advance, or the newest minus the longest Keep if that is later.
+func (h *History) Oldest() int64 {
+	newest := h.newest.Load()
+	if newest == 0 {
+		return 0
+	}
+	return max(h.start.Load(), newest-h.cfg.keepMs())
+}
+
+// checkTime returns a *RangeError when t is outside Oldest .. Newest.
+func (h *History) checkTime(t int64) error {
+	oldest, newest := h.Oldest(), h.Newest()
+	if newest == 0 || t > newest || t < oldest {
+		return &RangeError{T: t, Oldest: oldest, Newest: newest}
+	}
+	return nil
+}
+
+// view runs fn in a read transaction on the current file.
+func (h *History) view(fn func(tx *bolt.Tx) error) error {
+	h.dbMu.RLock()
+	defer h.dbMu.RUnlock()
+	if h.db == nil {
+		return ErrClosed
+	}
+	return h.db.View(fn)
+}
+
+// seriesName names the series of key in db: 4 big-endian bytes of db, then the key.
+func seriesName(db int, key string) string {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(db))
+	return string(b[:]) + key
+}
+
+func putU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// getU64 reads an 8-byte big-endian value; anything else reads as 0.
+func getU64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+func tsKey(ts int64) []byte { return putU64(uint64(ts)) }
+
+func keyTs(k []byte) int64 { return int64(getU64(k)) }
+
+// seekLE positions c at the newest key <= ts; nil if none.
+func seekLE(c *bolt.Cursor, ts int64) ([]byte, []byte) {
+	k, v := c.Seek(tsKey(ts))
+	if k != nil && keyTs(k) == ts {
+		return k, v
+	}
+	if k == nil {
+		return c.Last()
+	}
+	return c.Prev()
+}

@@ -1,0 +1,262 @@
+package history
+
+import (
+	"encoding/binary"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// Portable roaring serialization constants.
+const (
+	serialCookieNoRun = 12346
+	serialCookie      = 12347
+	noOffsetThreshold = 4
+	arrayMaxSize      = 4096
+	bitmapBytes       = 8192
+	containerWords    = 1024
+)
+
+// serialized reads a roaring bitmap in the portable format in place.
+type serialized struct {
+	buf     []byte
+	size    int    // number of containers
+	desc    []byte // size pairs of (key, cardinality-1), uint16 LE
+	runs    []byte // run-container bitset, nil without runs
+	offsets []byte // size uint32 LE offsets, nil when absent
+	start   int    // offset of the first container
+}
+
+func parseSerialized(buf []byte) (serialized, error) {
+	s := serialized{buf: buf}
+	if len(buf) < 8 {
+		return s, errCorrupt
+	}
+	cookie := binary.LittleEndian.Uint32(buf)
+	pos := 0
+	switch {
+	case cookie&0xFFFF == serialCookie:
+		s.size = int(cookie>>16) + 1
+		pos = 4 + (s.size+7)/8
+		if pos > len(buf) {
+			return s, errCorrupt
+		}
+		s.runs = buf[4:pos]
+	case cookie == serialCookieNoRun:
+		s.size, pos = int(binary.LittleEndian.Uint32(buf[4:])), 8
+	default:
+		return s, errCorrupt
+	}
+	if s.size < 0 || s.size > 1<<16 || len(buf) < pos+4*s.size {
+		return s, errCorrupt
+	}
+	s.desc = buf[pos : pos+4*s.size]
+	pos += 4 * s.size
+	if s.runs == nil || s.size >= noOffsetThreshold {
+		if len(buf) < pos+4*s.size {
+			return s, errCorrupt
+		}
+		s.offsets = buf[pos : pos+4*s.size]
+		pos += 4 * s.size
+	}
+	s.start = pos
+	return s, nil
+}
+
+func (s *serialized) key(i int) uint16 { return binary.LittleEndian.Uint16(s.desc[4*i:]) }
+
+func (s *serialized) card(i int) int { return int(binary.LittleEndian.Uint16(s.desc[4*i+2:])) + 1 }
+
+func (s *serialized) isRun(i int) bool { return s.runs != nil && s.runs[i/8]&(1<<(i%8)) != 0 }
+
+// containerAt returns container i, which starts at offset start.
+func (s *serialized) containerAt(i, start int) ([]byte, error) {
+	n := 2 * s.card(i)
+	switch {
+	case s.isRun(i):
+		if start < 0 || start+2 > len(s.buf) {
+			return nil, errCorrupt
+		}
+		n = 2 + 4*int(binary.LittleEndian.Uint16(s.buf[start:]))
+	case s.card(i) > arrayMaxSize:
+		n = bitmapBytes
+	}
+	if start < 0 || start+n > len(s.buf) {
+		return nil, errCorrupt
+	}
+	return s.buf[start : start+n], nil
+}
+
+// container returns container i.
+func (s *serialized) container(i int) ([]byte, error) {
+	if s.offsets != nil {
+		return s.containerAt(i, int(binary.LittleEndian.Uint32(s.offsets[4*i:])))
+	}
+	start := s.start
+	for j := 0; j < i; j++ {
+		c, err := s.containerAt(j, start)
+		if err != nil {
+			return nil, err
+		}
+		start += len(c)
+	}
+	return s.containerAt(i, start)
+}
+
+// find returns the index of the container with key hi.
+func (s *serialized) find(hi uint16) (int, bool) {
+	lo, up := 0, s.size
+	for lo < up {
+		m := int(uint(lo+up) >> 1)
+		if s.key(m) < hi {
+			lo = m + 1
+		} else {
+			up = m
+		}
+	}
+	return lo, lo < s.size && s.key(lo) == hi
+}
+
+// containsSerialized reports whether x is in the bitmap serialized (portable
+// format) in buf, reading only what the answer needs.
+func containsSerialized(buf []byte, x uint32) (bool, error) {
+	s, err := parseSerialized(buf)
+	if err != nil {
+		return false, err
+	}
+	i, found := s.find(uint16(x >> 16))
+	if !found {
+		return false, nil
+	}
+	c, err := s.container(i)
+	if err != nil {
+		return false, err
+	}
+	return containerContains(c, s.isRun(i), s.card(i), uint16(x)), nil
+}
+
+func containerContains(c []byte, run bool, card int, lo uint16) bool {
+	switch {
+	case run:
+		nruns := int(binary.LittleEndian.Uint16(c))
+		iv := c[2:]
+		l, u := 0, nruns
+		for l < u { // first run starting after lo
+			m := int(uint(l+u) >> 1)
+			if binary.LittleEndian.Uint16(iv[4*m:]) <= lo {
+				l = m + 1
+			} else {
+				u = m
+			}
+		}
+		if l == 0 {
+			return false
+		}
+		s := int(binary.LittleEndian.Uint16(iv[4*(l-1):]))
+		return int(lo) <= s+int(binary.LittleEndian.Uint16(iv[4*(l-1)+2:]))
+	case card > arrayMaxSize:
+		return binary.LittleEndian.Uint64(c[8*(lo/64):])&(1<<(lo%64)) != 0
+	}
+	l, u := 0, card
+	for l < u {
+		m := int(uint(l+u) >> 1)
+		if binary.LittleEndian.Uint16(c[2*m:]) < lo {
+			l = m + 1
+		} else {
+			u = m
+		}
+	}
+	return l < card && binary.LittleEndian.Uint16(c[2*l:]) == lo
+}
+
+// xorInto XORs container c into the 1024 words w.
+func xorInto(w []uint64, c []byte, run bool, card int) {
+	switch {
+	case run:
+		for r, n := 0, int(binary.LittleEndian.Uint16(c)); r < n; r++ {
+			start := int(binary.LittleEndian.Uint16(c[2+4*r:]))
+			flipRange(w, start, start+int(binary.LittleEndian.Uint16(c[4+4*r:])))
+		}
+	case card > arrayMaxSize:
+		for i := range w {
+			w[i] ^= binary.LittleEndian.Uint64(c[8*i:])
+		}
+	default:
+		for i := 0; i < card; i++ {
+			v := binary.LittleEndian.Uint16(c[2*i:])
+			w[v/64] ^= 1 << (v % 64)
+		}
+	}
+}
+
+// flipRange flips bits first..last (inclusive) of w.
+func flipRange(w []uint64, first, last int) {
+	for first <= last {
+		word, bit := first/64, uint(first%64)
+		n := min(64-int(bit), last-first+1)
+		mask := ^uint64(0)
+		if n < 64 {
+			mask = (1<<uint(n) - 1) << bit
+		}
+		w[word] ^= mask
+		first += n
+	}
+}
+
+// maxDenseBytes bounds the dense buffer xorChain uses; larger bitmaps are
+// rebuilt with roaring's own XOR.
+var maxDenseBytes = 256 << 20
+
+// xorChain returns base (may be nil) XOR every serialized bitmap in
+// payloads, or ok false if the dense buffer it needs would exceed
+// maxDenseBytes. It walks all payloads container key by container key, so
+// each 8 KB block is touched while it is in cache.
+func xorChain(base *roaring.Bitmap, payloads [][]byte) (bm *roaring.Bitmap, ok bool, err error) {
+	ser := make([]serialized, len(payloads))
+	maxKey := -1
+	if base != nil && !base.IsEmpty() {
+		maxKey = int(base.Maximum() >> 16)
+	}
+	for i, p := range payloads {
+		if ser[i], err = parseSerialized(p); err != nil {
+			return nil, false, err
+		}
+		if n := ser[i].size; n > 0 {
+			maxKey = max(maxKey, int(ser[i].key(n-1)))
+		}
+	}
+	words := (maxKey + 1) * containerWords
+	if words*8 > maxDenseBytes {
+		return nil, false, nil
+	}
+	dense := make([]uint64, words)
+	if base != nil {
+		copy(dense, base.ToDense())
+	}
+	// next container index and its start offset, per payload
+	idx, start := make([]int, len(ser)), make([]int, len(ser))
+	for i := range ser {
+		start[i] = ser[i].start
+	}
+	for key := 0; key <= maxKey; key++ {
+		w := dense[key*containerWords : (key+1)*containerWords]
+		for i := range ser {
+			s := &ser[i]
+			if idx[i] >= s.size || int(s.key(idx[i])) != key {
+				continue
+			}
+			c, err := s.containerAt(idx[i], start[i])
+			if err != nil {
+				return nil, false, err
+			}
+			xorInto(w, c, s.isRun(idx[i]), s.card(idx[i]))
+			start[i] += len(c)
+			idx[i]++
+		}
+	}
+	for i := range ser {
+		if idx[i] != ser[i].size {
+			return nil, false, errCorrupt // keys out of order
+		}
+	}
+	return roaring.FromDense(dense, false), true, nil
+}

@@ -1,0 +1,289 @@
+package history
+
+import (
+	"github.com/RoaringBitmap/roaring/v2"
+	bolt "go.etcd.io/bbolt"
+)
+
+// writer is the one goroutine that writes the file. Its fields are only
+// touched by that goroutine.
+type writer struct {
+	h      *History
+	series map[string]*seriesState
+
+	compactNext    int64    // log time of the next compaction pass
+	compactPending []string // series left in the current pass
+	compactNow     int64    // log time the current pass compacts for
+}
+
+// seriesState caches what the writer needs to append to a series.
+type seriesState struct {
+	purged int64 // records at or before this time are ignored
+
+	countLoaded bool
+	lastTs      int64
+	lastVal     uint64
+
+	snapLoaded bool
+	snapTs     int64
+	snapIdx    uint32
+	snap       *roaring.Bitmap // the last snapshot, nil if none
+}
+
+// batchStats collects the changes of one transaction to the meta counters.
+type batchStats struct {
+	points, snaps int64
+	first, newest int64 // first and newest Advance of the batch
+	purged        bool
+}
+
+func newWriter(h *History) *writer {
+	return &writer{h: h, series: map[string]*seriesState{}}
+}
+
+func (w *writer) run() {
+	defer close(w.h.done)
+	for {
+		ops, ok := w.take()
+		if !ok {
+			return
+		}
+		if len(ops) == 0 {
+			w.compactStep()
+			if len(w.compactPending) == 0 {
+				w.scheduleCompaction() // log time may have moved on during the pass
+			}
+			continue
+		}
+		err := w.applyAll(ops)
+		w.finish(ops, err)
+	}
+}
+
+// take waits for queued ops; it returns none at once when compaction has
+// work. ok is false when the History is closed and the queue is empty.
+func (w *writer) take() ([]op, bool) {
+	q := &w.h.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if compacting := len(w.compactPending) > 0; compacting != q.compacting {
+		q.compacting = compacting
+		q.cond.Broadcast()
+	}
+	for len(q.ops) == 0 && !q.closed && len(w.compactPending) == 0 {
+		q.cond.Wait()
+	}
+	if len(q.ops) == 0 && q.closed {
+		q.exited = true
+		q.cond.Broadcast()
+		return nil, false
+	}
+	ops := q.ops
+	q.ops = nil
+	return ops, true
+}
+
+// finish marks ops handled and releases their queue space.
+func (w *writer) finish(ops []op, err error) {
+	var size int64
+	for _, o := range ops {
+		size += o.size
+	}
+	q := &w.h.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err != nil && q.err == nil {
+		q.err = err
+	}
+	q.bytes -= size
+	q.done += uint64(len(ops))
+	q.compacting = len(w.compactPending) > 0
+	q.cond.Broadcast()
+}
+
+// failed reports whether an earlier write failed (then nothing more is written).
+func (w *writer) failed() bool { return w.h.writeErr() != nil }
+
+// applyAll writes ops in one transaction per run between restores.
+func (w *writer) applyAll(ops []op) error {
+	if w.failed() {
+		return nil
+	}
+	for len(ops) > 0 {
+		n := 0
+		for n < len(ops) && ops[n].kind != opRestore {
+			n++
+		}
+		if n > 0 {
+			if err := w.applyTx(ops[:n]); err != nil {
+				return err
+			}
+		}
+		if n < len(ops) {
+			ops[n].restore.done <- w.swap(ops[n].restore)
+			n++
+		}
+		ops = ops[n:]
+	}
+	w.scheduleCompaction()
+	return nil
+}
+
+func (w *writer) applyTx(ops []op) error {
+	var st batchStats
+	err := w.h.db.Update(func(tx *bolt.Tx) error {
+		for i := range ops {
+			if err := w.apply(tx, &ops[i], &st); err != nil {
+				return err
+			}
+		}
+		return writeStats(tx, &st)
+	})
+	if err != nil {
+		w.series = map[string]*seriesState{} // may hold state the rollback undid
+		return err
+	}
+	if st.newest > w.h.newest.Load() {
+		if w.h.start.Load() == 0 {
+			w.h.start.Store(st.first)
+		}
+		w.h.newest.Store(st.newest)
+	}
+	if st.purged {
+		w.h.cache.clear()
+	}
+	return nil
+}
+
+// writeStats adds the batch's changes to the meta counters.
+func writeStats(tx *bolt.Tx, st *batchStats) error {
+	meta := tx.Bucket(bucketMeta)
+	for _, f := range []struct {
+		key   []byte
+		delta int64
+	}{{metaPoints, st.points}, {metaSnaps, st.snaps}} {
+		if f.delta != 0 {
+			if err := meta.Put(f.key, putU64(getU64(meta.Get(f.key))+uint64(f.delta))); err != nil {
+				return err
+			}
+		}
+	}
+	if st.newest > int64(getU64(meta.Get(metaNewest))) {
+		if meta.Get(metaStart) == nil {
+			if err := meta.Put(metaStart, putU64(uint64(st.first))); err != nil {
+				return err
+			}
+		}
+		return meta.Put(metaNewest, putU64(uint64(st.newest)))
+	}
+	return nil
+}
+
+func (w *writer) apply(tx *bolt.Tx, o *op, st *batchStats) error {
+	switch o.kind {
+	case opAdvance:
+		if st.first == 0 {
+			st.first = o.ts
+		}
+		st.newest = max(st.newest, o.ts)
+		return nil
+	case opPurge:
+		return w.purge(tx, o, st)
+	}
+	s := w.state(tx, o.series)
+	if o.ts <= s.purged {
+		return nil
+	}
+	if o.kind == opCount {
+		return w.recordCount(tx, s, o, st)
+	}
+	return w.recordBitmap(tx, s, o, st)
+}
+
+// state returns the series' state, reading its purge mark if new.
+func (w *writer) state(tx *bolt.Tx, series string) *seriesState {
+	s := w.series[series]
+	if s == nil {
+		s = &seriesState{purged: int64(getU64(tx.Bucket(bucketPurged).Get([]byte(series))))}
+		w.series[series] = s
+	}
+	return s
+}
+
+func (w *writer) recordCount(tx *bolt.Tx, s *seriesState, o *op, st *batchStats) error {
+	b, err := tx.Bucket(bucketCounts).CreateBucketIfNotExists([]byte(o.series))
+	if err != nil {
+		return err
+	}
+	if !s.countLoaded {
+		if s.lastTs, s.lastVal, err = lastCount(b); err != nil {
+			return err
+		}
+		s.countLoaded = true
+	}
+	if o.ts <= s.lastTs || o.count == s.lastVal {
+		return nil // replayed, or no change
+	}
+	if err := appendCount(b, o.ts, o.count); err != nil {
+		return err
+	}
+	s.lastTs, s.lastVal = o.ts, o.count
+	st.points++
+	return nil
+}
+
+func (w *writer) recordBitmap(tx *bolt.Tx, s *seriesState, o *op, st *batchStats) error {
+	b, err := tx.Bucket(bucketBitmaps).CreateBucketIfNotExists([]byte(o.series))
+	if err != nil {
+		return err
+	}
+	if !s.snapLoaded {
+		bm, sn, ts, ok, err := materialize(b, 1<<62)
+		if err != nil {
+			return err
+		}
+		if ok {
+			s.snap, s.snapIdx, s.snapTs = bm, sn.idx, ts
+		}
+		s.snapLoaded = true
+	}
+	if o.ts <= s.snapTs {
+		return nil // replayed
+	}
+	v, idx := encodeSnap(s.snap, s.snapIdx, o.bm, o.byteLen, w.h.cfg.FullEvery)
+	if err := b.Put(tsKey(o.ts), v); err != nil {
+		return err
+	}
+	s.snap, s.snapIdx, s.snapTs = o.bm, idx, o.ts
+	st.snaps++
+	return nil
+}
+
+// purge deletes the series' points and snapshots and marks it purged at o.ts.
+func (w *writer) purge(tx *bolt.Tx, o *op, st *batchStats) error {
+	name := []byte(o.series)
+	if b := tx.Bucket(bucketCounts).Bucket(name); b != nil {
+		err := b.ForEach(func(k, v []byte) error {
+			c, err := decodeChunk(keyTs(k), v)
+			st.points -= int64(c.n)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketCounts).DeleteBucket(name); err != nil {
+			return err
+		}
+	}
+	if b := tx.Bucket(bucketBitmaps).Bucket(name); b != nil {
+		st.snaps -= int64(b.Stats().KeyN)
+		if err := tx.Bucket(bucketBitmaps).DeleteBucket(name); err != nil {
+			return err
+		}
+	}
+	s := w.state(tx, o.series)
+	mark := max(s.purged, o.ts)
+	*s = seriesState{purged: mark}
+	st.purged = true
+	return tx.Bucket(bucketPurged).Put(name, putU64(uint64(mark)))
+}
