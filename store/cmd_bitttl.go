@@ -408,6 +408,9 @@ func (s *Store) expireBitsLocked(now int64, sink EventSink) {
 		for _, off := range gone {
 			e.v.bm.Remove(off)
 		}
+		if len(gone) > 0 {
+			s.markLocked(it.db, e.key)
+		}
 		if sink != nil && len(gone) > 0 {
 			key := []byte(e.key)
 			for _, off := range gone {

@@ -184,6 +184,7 @@ func copyCmd(c *ctx, args [][]byte) {
 		v.enc = encUnsharedInt // Redis duplicates the shared integer
 	}
 	c.putIn(dst, string(args[2]), v, src.expireAt)
+	c.mark(dst, args[2])
 	c.w.Int(1)
 }
 
@@ -203,24 +204,18 @@ func move(c *ctx, args [][]byte) {
 	}
 	c.db.remove(e)
 	c.putIn(dst, e.key, e.v, e.expireAt)
+	c.mark(dst, args[1])
 	c.w.Int(1)
 }
 
 // object dispatches OBJECT's subcommands, checking their arity.
 func object(c *ctx, args [][]byte) {
-	sub := proto.Lookup(args[0]).Sub(args[1])
+	sub := c.subcommand(args)
 	switch {
 	case sub == nil:
-		c.w.Error(proto.ErrUnknownSubcommand(args[1], "OBJECT"))
-		return
-	case !sub.CheckArity(len(args)):
-		c.w.Error(proto.ErrArity(sub.FullName()))
 		return
 	case sub.Name == "help":
-		c.w.Array(len(objectHelp))
-		for _, line := range objectHelp {
-			c.w.Simple(line)
-		}
+		c.help(objectHelp)
 		return
 	case sub.Name == "freq":
 		c.w.Error(errNoLFU)
@@ -251,6 +246,7 @@ func (c *ctx) flushMode(args [][]byte) bool {
 
 func flushdb(c *ctx, args [][]byte) {
 	if c.flushMode(args) {
+		c.s.markDBLocked(c.dbIndex)
 		c.s.mu.dbs[c.dbIndex] = newDB()
 		c.w.OK()
 	}
@@ -261,6 +257,7 @@ func flushall(c *ctx, args [][]byte) {
 		return
 	}
 	for i := range c.s.mu.dbs {
+		c.s.markDBLocked(i)
 		c.s.mu.dbs[i] = newDB()
 	}
 	c.s.mu.expiries = nil
@@ -283,8 +280,12 @@ func swapdb(c *ctx, args [][]byte) {
 		c.w.Error(proto.ErrDBIndex)
 		return
 	}
+	c.s.markDBLocked(int(a)) // the keys that leave, then those that arrive
+	c.s.markDBLocked(int(b))
 	dbs := &c.s.mu.dbs
 	dbs[a], dbs[b] = dbs[b], dbs[a]
+	c.s.markDBLocked(int(a))
+	c.s.markDBLocked(int(b))
 	// The expiry heaps name databases by index: follow the swap.
 	swap := func(db *int) {
 		switch int64(*db) {

@@ -8,4 +8,9 @@
 // which they happen; replaying the same batches at the same times on
 // another replica gives the same state. Reads take the caller's time and
 // change nothing.
+//
+// With a HistorySink set, Apply also records history, driven by log time
+// like expiry so that every replica records the same points: the bit
+// count of each recorded key at every 100 ms boundary where it changed,
+// and its bitmap at every snapshot interval (see history.go).
 package store

@@ -10,7 +10,7 @@ type handler func(c *ctx, args [][]byte)
 // handlers maps command IDs (proto.Spec.ID) to their implementation.
 var handlers = func() []handler {
 	hs := make([]handler, len(proto.Commands))
-	for _, group := range []map[string]handler{bitmapCommands, stringCommands, keyCommands, bitTimerCommands} {
+	for _, group := range []map[string]handler{bitmapCommands, stringCommands, keyCommands, bitTimerCommands, historyCommands} {
 		for name, h := range group {
 			spec := proto.Lookup([]byte(name))
 			if spec == nil {
@@ -37,6 +37,7 @@ type ctx struct {
 	w       *proto.Writer
 	write   bool      // under the write lock, applying at log time
 	sink    EventSink // where the batch's bit events go; nil: nowhere
+	hist    *history  // history's configuration on the write path; nil: off
 }
 
 func (c *ctx) exec(cmd Command) {
@@ -67,6 +68,9 @@ func (c *ctx) exec(cmd Command) {
 	}
 	c.db, c.dbIndex = c.s.mu.dbs[cmd.DB], cmd.DB
 	handlers[spec.ID](c, args)
+	if c.hist != nil && spec.Flags&proto.Write != 0 {
+		c.markArgs(spec.FirstKey, spec.LastKey, spec.Step, args)
+	}
 }
 
 // alive reports whether e exists and its TTL has not passed. Redis counts

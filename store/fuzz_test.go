@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/presenced/presenced/proto"
 	"github.com/presenced/presenced/server/redisserver"
 )
@@ -38,7 +39,7 @@ var fuzzWords = []string{
 	"u1", "i1", "u8", "i8", "i16", "u63", "i64", "u64", "#1", "#-1",
 	"MATCH", "COUNT", "TYPE", "string", "REPLACE", "DB", "ASYNC", "SYNC", "*", "k?", "[k]*",
 	"ENCODING", "REFCOUNT", "FREQ", "IDLETIME", "HELP", "1700000000", "1700000000000",
-	"LIMIT", "k*", "300", "7000", "30000",
+	"LIMIT", "k*", "300", "7000", "30000", "PURGE", "INFO",
 }
 
 // fuzzStep is one command of a fuzzed program, with the database, whether
@@ -241,6 +242,7 @@ func FuzzApply(f *testing.F) {
 	f.Add(encodeProgram("set k0 v EXAT 15", "touch k0")) // found by fuzzing
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, b := New(), New()
+		a.SetHistory(&recordingSink{}, HistoryConfig{Interval: 1000}) // recording must not change the state
 		now := int64(1_700_000_000_000)
 		for _, st := range decodeProgram(data) {
 			now += st.advance
@@ -306,4 +308,41 @@ func TestFuzzProgramRoundTrip(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzBitrestore feeds BITRESTORE arbitrary payloads: it replies an error
+// or stores exactly the bitmap the payload holds, and never panics.
+func FuzzBitrestore(f *testing.F) {
+	for _, bits := range [][]uint32{nil, {0}, {1, 9, 100000}, {1<<32 - 1}} {
+		bm := roaring.BitmapOf(bits...)
+		bm.RunOptimize()
+		b, _ := bm.ToBytes()
+		f.Add(b)
+	}
+	dense := roaring.New()
+	dense.AddRange(0, 70000)
+	b, _ := dense.ToBytes()
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, p []byte) {
+		s := New()
+		cmd := Command{Args: [][]byte{[]byte("BITRESTORE"), []byte("k"), []byte("536870912"), p}}
+		reply := string(fuzzRun(t, s, cmd, testNow, false))
+		want := roaring.New()
+		_, err := want.ReadFrom(bytes.NewReader(p))
+		switch reply {
+		case ":1\r\n":
+			if err != nil {
+				t.Fatalf("stored a payload roaring rejects: %v", err)
+			}
+			s.mu.RLock()
+			got := s.mu.dbs[0].keys["k"].v.bm
+			s.mu.RUnlock()
+			if !got.Equals(want) || got.Validate() != nil {
+				t.Fatalf("stored %v, payload holds %v", got, want)
+			}
+		case "-" + errBadPayload + "\r\n":
+		default:
+			t.Fatalf("reply %q", reply)
+		}
+	})
 }

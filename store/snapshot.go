@@ -14,7 +14,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 )
 
-// The snapshot encoding, version 2. Fixed-size integers are
+// The snapshot encoding, version 3. Fixed-size integers are
 // little-endian; uvarints and varints are encoding/binary's.
 //
 //	magic      "PRESENCED-SNAPSHOT"
@@ -41,22 +41,34 @@ import (
 //	rules      uvarint, the number of bit-TTL rules, then each in order:
 //	  pattern    uvarint length, then the bytes
 //	  ttl        uvarint, in ms
+//	history    the state of history recording (see history.go):
+//	  last       uvarint, the newest boundary handled in ms, a multiple of
+//	             HistoryTick at or before now; 0 before recording starts
+//	  dirty      the keys changed since last, then
+//	  snap       the keys changed since their last bitmap snapshot, each:
+//	    count      uvarint
+//	    count times, in increasing (db, key) order:
+//	      db         uint8, below NumDBs
+//	      key        uvarint length, then the key's bytes
 //	checksum   uint32, CRC-32C (Castagnoli) of every byte before it
 //
 // Records come database by database, each in its index's (hash, key)
-// order, so equal states encode to identical bytes. Version 1 is the same
-// without the deadlines of bitmap records and without the rules; Restore
-// reads it too.
+// order, so equal states encode to identical bytes. Version 2 is the same
+// without the history state, version 1 also without the deadlines of
+// bitmap records and without the rules; Restore reads them too.
 
 // snapshotMagic opens every snapshot.
 const snapshotMagic = "PRESENCED-SNAPSHOT"
 
 // snapshotVersion is the version of the encoding WriteTo writes. Restore
-// reads it and snapshotVersionNoTimers.
-const snapshotVersion = 2
+// reads it and the versions before.
+const snapshotVersion = 3
 
 // snapshotVersionNoTimers is the version before per-bit deadlines.
 const snapshotVersionNoTimers = 1
+
+// snapshotVersionNoHistory is the version before history.
+const snapshotVersionNoHistory = 2
 
 // snapshotHeaderLen is the length of the fixed fields before the records.
 const snapshotHeaderLen = len(snapshotMagic) + 4 + 8 + 8 + 8
@@ -84,14 +96,15 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 var ErrBadSnapshot = errors.New("store: snapshot: invalid")
 
 // Snapshot is a point-in-time copy of the whole store: every key of every
-// database with its value and deadline, the log time and the counters.
-// It shares no memory the store may change, so it can be written out
+// database with its value and deadline, the log time, the counters, the
+// bit-TTL rules and the state of history recording. It shares no memory the store may change, so it can be written out
 // while the store goes on applying commands.
 type Snapshot struct {
 	now   int64
 	stats Stats
 	dbs   [NumDBs][]snapEntry
 	rules []BitTTLRule
+	rec   recorder
 }
 
 // snapEntry is one key of a snapshot.
@@ -109,7 +122,7 @@ type snapEntry struct {
 func (s *Store) Snapshot() *Snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	sn := &Snapshot{now: s.mu.now, stats: s.mu.stats, rules: slices.Clone(s.mu.bitRules)}
+	sn := &Snapshot{now: s.mu.now, stats: s.mu.stats, rules: slices.Clone(s.mu.bitRules), rec: s.mu.rec.clone()}
 	var a arena
 	for i, d := range s.mu.dbs {
 		entries := make([]snapEntry, 0, len(d.keys))
@@ -168,6 +181,7 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	e.rules(sn.rules)
+	e.recorder(&sn.rec)
 	e.trailer()
 	if err := e.w.Flush(); err != nil {
 		return cw.n, fmt.Errorf("store: snapshot: write: %w", err)
@@ -280,6 +294,31 @@ func (e *encoder) rules(rules []BitTTLRule) {
 	e.Write(b)
 }
 
+// recorder writes the state of history recording.
+func (e *encoder) recorder(r *recorder) {
+	b := binary.AppendUvarint(e.buf[:0], uint64(r.last))
+	for _, sets := range []*[NumDBs]map[string]struct{}{&r.dirty, &r.snap} {
+		n := 0
+		for _, m := range sets {
+			n += len(m)
+		}
+		b = binary.AppendUvarint(b, uint64(n))
+		for db, m := range sets {
+			for _, key := range sortedKeys(m) {
+				b = append(b, byte(db))
+				b = binary.AppendUvarint(b, uint64(len(key)))
+				b = append(b, key...)
+				if len(b) >= ioChunk {
+					e.Write(b)
+					b = b[:0]
+				}
+			}
+		}
+	}
+	e.buf = b
+	e.Write(b)
+}
+
 // trailer writes the checksum, which does not cover itself.
 func (e *encoder) trailer() {
 	e.w.Write(binary.LittleEndian.AppendUint32(e.buf[:0], e.crc))
@@ -299,7 +338,7 @@ func recordKind(v *value) byte {
 }
 
 // Restore replaces the whole state (keys, values, deadlines, log time,
-// counters) with the snapshot read from r, which must be exactly one
+// counters, the state of history recording) with the snapshot read from r, which must be exactly one
 // snapshot that WriteTo wrote. It decodes and checks everything (format
 // version, checksum, every field) into a new keyspace, built as Apply
 // builds one, and only then swaps it in under the write lock. On any
@@ -319,6 +358,7 @@ func (s *Store) Restore(r io.Reader) error {
 	s.mu.stats = fresh.mu.stats
 	s.mu.bitHeap = fresh.mu.bitHeap
 	s.mu.bitRules = fresh.mu.bitRules
+	s.mu.rec = fresh.mu.rec
 	return nil
 }
 
@@ -389,6 +429,11 @@ func (d *decoder) snapshot() (*Store, error) {
 			return nil, err
 		}
 	}
+	if d.version > snapshotVersionNoHistory {
+		if err := d.recorder(&fresh.mu.rec, fresh.mu.now); err != nil {
+			return nil, err
+		}
+	}
 	sum := d.crc
 	b, err := d.fixed(4)
 	if err != nil {
@@ -418,8 +463,8 @@ func (d *decoder) header(fresh *Store) (uint64, error) {
 		return 0, err
 	}
 	d.version = binary.LittleEndian.Uint32(b)
-	if d.version != snapshotVersion && d.version != snapshotVersionNoTimers {
-		return 0, fmt.Errorf("version %d, this store reads versions %d and %d", d.version, snapshotVersionNoTimers, snapshotVersion)
+	if d.version < snapshotVersionNoTimers || d.version > snapshotVersion {
+		return 0, fmt.Errorf("version %d, this store reads versions %d to %d", d.version, snapshotVersionNoTimers, snapshotVersion)
 	}
 	var fields [3]uint64 // now, expired keys, count
 	for i := range fields {
@@ -609,6 +654,68 @@ func (d *decoder) rules() ([]BitTTLRule, error) {
 		rules = append(rules, BitTTLRule{Pattern: string(d.key), TTL: int64(ttl)})
 	}
 	return rules, nil
+}
+
+// recorder reads the state of history recording of a snapshot taken at
+// now. The keys of each set must come in increasing (db, key) order; the
+// dirty ones are changed since their last bitmap snapshot too.
+func (d *decoder) recorder(r *recorder, now int64) error {
+	last, err := binary.ReadUvarint(d)
+	if err != nil {
+		return err
+	}
+	if last%HistoryTick != 0 || last > uint64(now) {
+		return fmt.Errorf("history boundary %d", last)
+	}
+	r.last = int64(last)
+	for _, sets := range []*[NumDBs]map[string]struct{}{&r.dirty, &r.snap} {
+		if err := d.keySet(sets); err != nil {
+			return err
+		}
+	}
+	for db, m := range r.dirty {
+		for key := range m {
+			r.add(db, key)
+		}
+	}
+	return nil
+}
+
+// keySet reads a set of keys of any database in increasing (db, key)
+// order.
+func (d *decoder) keySet(sets *[NumDBs]map[string]struct{}) error {
+	n, err := binary.ReadUvarint(d)
+	if err != nil {
+		return err
+	}
+	prevDB, prev := -1, ""
+	for range n {
+		b, err := d.fixed(1)
+		if err != nil {
+			return err
+		}
+		db := int(b[0])
+		size, err := d.length("key")
+		if err != nil {
+			return err
+		}
+		if d.key, err = d.readN(d.key, size); err != nil {
+			return err
+		}
+		key := string(d.key)
+		switch {
+		case db >= NumDBs:
+			return fmt.Errorf("history: database %d out of range", db)
+		case db < prevDB || (db == prevDB && key <= prev):
+			return fmt.Errorf("history: database %d: key %q out of order", db, key)
+		}
+		if sets[db] == nil {
+			sets[db] = make(map[string]struct{})
+		}
+		sets[db][key] = struct{}{}
+		prevDB, prev = db, key
+	}
+	return nil
 }
 
 // length reads the length of a key or string, at most MaxStringLen.

@@ -65,6 +65,8 @@ type Store struct {
 		bitHeap  []bitItem    // keys with armed bits, by their first block's bound
 		bitRules []BitTTLRule // the bit-TTL rules, first match wins
 		scratch  []uint32     // the offsets a bit sweep clears, reused
+		hist     *history     // what history records and where; nil: off
+		rec      recorder     // the state of history recording
 	}
 }
 
@@ -112,22 +114,27 @@ func (s *Store) Apply(cmds []Command, now int64, out *Replies) {
 	}
 }
 
-// startApply moves the store's time to now (never backwards), expires the
-// keys whose TTL passed, then the bits whose deadline passed, and returns
-// the write path's context. The caller
-// holds the write lock, sets the context's writer and clears the context
-// when done. Handlers take the context by pointer, which would move it to
+// startApply moves the store's time to now (never backwards), records
+// history up to now when it is on, expires the keys whose TTL passed, then
+// the bits whose deadline passed, and returns the write path's context.
+// The caller holds the write lock, sets the context's writer and clears
+// the context when done. Handlers take the context by pointer, which would move it to
 // the heap on every batch; the write lock makes one per store enough.
 func (s *Store) startApply(now int64) *ctx {
 	if now < s.mu.now {
 		now = s.mu.now // log time never runs backwards
 	}
+	sink := s.sink.load()
+	if s.mu.hist != nil {
+		s.recordLocked(now, sink)
+	} else if s.mu.rec.last != 0 {
+		s.mu.rec = recorder{} // off: recording starts afresh when turned on
+	}
 	s.mu.now = now
 	s.expireLocked(now)
-	sink := s.sink.load()
 	s.expireBitsLocked(now, sink)
 	c := &s.mu.applyCtx
-	*c = ctx{s: s, now: now, write: true, sink: sink}
+	*c = ctx{s: s, now: now, write: true, sink: sink, hist: s.mu.hist}
 	return c
 }
 
@@ -231,6 +238,7 @@ func (s *Store) expireLocked(now int64) {
 		case e.expireAt != 0 && e.expireAt < now:
 			d.remove(e)
 			s.mu.stats.ExpiredKeys++
+			s.markLocked(it.db, e.key)
 		case e.expireAt != 0:
 			s.scheduleLocked(it.db, e)
 		}

@@ -1,0 +1,363 @@
+package store
+
+import (
+	"maps"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// History recording.
+//
+// History is stamped at boundaries, the multiples of HistoryTick ms of
+// log time. The state "at B" is the state after every entry with a log
+// time below B, with the bits and keys whose deadline is below B expired.
+// The store records at B when it applies the first entry at or after B,
+// before that entry's own expiry sweep and commands: it expires what is
+// due at B, records a count for every recorded key changed since the
+// previous boundary and, at multiples of the snapshot interval, the
+// bitmap of every recorded key changed since its last snapshot. Then it
+// tells the sink that everything up to the newest boundary passed is
+// recorded.
+//
+// Changes are found by marking: after a write command, each key it names
+// (the command table's key positions, plus the keys of other databases
+// COPY and MOVE write, and every key that FLUSHDB, FLUSHALL and SWAPDB
+// touch); and each key that loses bits or is removed by expiry. Marking
+// too much costs only a point equal to the previous one, which history
+// drops; missing a change would lose it. A key is marked in two sets:
+// dirty (changed since the previous boundary) and snap (changed since its
+// last bitmap snapshot). A key in dirty is always in snap, as both are
+// filled together and dirty empties at every boundary, snap only at
+// snapshot boundaries; so a key already dirty costs one map lookup.
+//
+// Boundaries at which nothing is due (no dirty key, no key or bit
+// deadline passing, no snapshot of a changed key) are skipped without
+// visiting them, so an idle hour costs as little as one tick.
+
+// HistoryTick is the resolution of history in ms: points are stamped at
+// multiples of it.
+const HistoryTick = 100
+
+// defaultHistoryInterval is the snapshot interval (ms) of a HistoryConfig
+// that gives none, and maxHistoryInterval (about 35 years) the longest.
+const (
+	defaultHistoryInterval = 60_000
+	maxHistoryInterval     = 1 << 40
+)
+
+// HistorySink receives, in log order, what the store records for history.
+// Calls come from the apply path with the store's write lock held:
+// implementations must only queue (they may block for backpressure) and
+// must not call the store.
+type HistorySink interface {
+	// RecordCount records that from boundary ts on, the key's bit count
+	// was count.
+	RecordCount(ts int64, db int, key string, count uint64)
+	// RecordBitmap records the key's whole bitmap as of boundary ts; bm
+	// is a private clone the sink owns.
+	RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64)
+	// Advance says every point stamped at or before boundary ts has been
+	// recorded.
+	Advance(ts int64)
+	// Purge erases every point of the key (HISTORY PURGE applied at log
+	// time ts).
+	Purge(ts int64, db int, key string)
+}
+
+// HistoryConfig says what the store records. It is node-local
+// configuration (every node should be given the same).
+type HistoryConfig struct {
+	// Interval is the time in ms between bitmap snapshots, a positive
+	// multiple of HistoryTick; SetHistory rounds other values up to one,
+	// takes 0 or less as the default, 60 000, and caps it at 2^40.
+	Interval int64
+	// Keys are glob patterns (as KEYS takes) of the recorded keys; empty
+	// records every key.
+	Keys []string
+}
+
+// history is the recording configuration of a store with history on.
+type history struct {
+	sink     HistorySink
+	interval int64
+	keys     []string
+}
+
+// recorder is the state of recording that replicas share through
+// snapshots (see the snapshot format).
+type recorder struct {
+	// last is the newest boundary handled; 0 until recording starts,
+	// when every recorded key is marked so that its present state is
+	// recorded.
+	last  int64
+	dirty [NumDBs]map[string]struct{} // keys changed since the boundary last
+	snap  [NumDBs]map[string]struct{} // keys changed since their last snapshot
+}
+
+// SetHistory makes the store record history into sink, as cfg says, from
+// the next Apply on; a nil sink turns recording off. Call it before the
+// first Apply. Recording state restored from a snapshot is kept.
+func (s *Store) SetHistory(sink HistorySink, cfg HistoryConfig) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sink == nil {
+		s.mu.hist = nil
+		return
+	}
+	interval := cfg.Interval
+	if interval <= 0 {
+		interval = defaultHistoryInterval
+	}
+	interval = (min(interval, maxHistoryInterval) + HistoryTick - 1) / HistoryTick * HistoryTick
+	s.mu.hist = &history{sink: sink, interval: interval, keys: slices.Clone(cfg.Keys)}
+}
+
+// LoadBitmap installs bm (owned by the store from then on) as key's value
+// with the given logical byte length in db, replacing any value, without
+// TTL. It is not a command (no log): it builds read-only views of the
+// past. A byte length too short for bm's bits is raised to cover them,
+// one beyond MaxStringLen lowered to it; a db out of range is ignored.
+func (s *Store) LoadBitmap(db int, key string, bm *roaring.Bitmap, byteLen uint64) {
+	if db < 0 || db >= NumDBs || bm == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := ctx{s: s, now: s.mu.now, write: true}
+	c.putIn(db, key, bitmapValue(bm, byteLen), 0)
+}
+
+// bitmapValue is a value in bitmap form of bm and at least byteLen bytes,
+// enough to hold bm's bits.
+func bitmapValue(bm *roaring.Bitmap, byteLen uint64) value {
+	byteLen = min(byteLen, MaxStringLen)
+	if !bm.IsEmpty() {
+		byteLen = max(byteLen, uint64(bm.Maximum())/8+1)
+	}
+	return value{bm: bm, n: int64(byteLen)}
+}
+
+// matches reports whether key is recorded.
+func (h *history) matches(key string) bool {
+	if len(h.keys) == 0 {
+		return true
+	}
+	for _, p := range h.keys {
+		if globMatch(p, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// clone returns a copy of r that shares no map with it.
+func (r *recorder) clone() recorder {
+	c := recorder{last: r.last}
+	for i := range r.dirty {
+		c.dirty[i] = maps.Clone(r.dirty[i])
+		c.snap[i] = maps.Clone(r.snap[i])
+	}
+	return c
+}
+
+// markLocked marks key of database db as changed, if history is on and
+// records it.
+func (s *Store) markLocked(db int, key string) {
+	if h := s.mu.hist; h != nil {
+		if _, ok := s.mu.rec.dirty[db][key]; !ok && h.matches(key) {
+			s.mu.rec.add(db, key)
+		}
+	}
+}
+
+// mark marks key of database db when history is on and records it. A
+// key already dirty costs one map lookup.
+func (c *ctx) mark(db int, key []byte) {
+	if h := c.hist; h != nil {
+		if _, ok := c.s.mu.rec.dirty[db][string(key)]; !ok && h.matches(string(key)) {
+			c.s.mu.rec.add(db, string(key))
+		}
+	}
+}
+
+// add puts key in both sets.
+func (r *recorder) add(db int, key string) {
+	if r.dirty[db] == nil {
+		r.dirty[db] = make(map[string]struct{})
+	}
+	if r.snap[db] == nil {
+		r.snap[db] = make(map[string]struct{})
+	}
+	r.dirty[db][key] = struct{}{}
+	r.snap[db][key] = struct{}{}
+}
+
+// markDBLocked marks every key of database i.
+func (s *Store) markDBLocked(i int) {
+	if s.mu.hist == nil {
+		return
+	}
+	for key := range s.mu.dbs[i].keys {
+		s.markLocked(i, key)
+	}
+}
+
+// markArgs marks the keys a write command names at the key positions of
+// its table entry, in the current database.
+func (c *ctx) markArgs(firstKey, lastKey, step int, args [][]byte) {
+	if firstKey <= 0 || step <= 0 {
+		return
+	}
+	if lastKey < 0 {
+		lastKey += len(args)
+	}
+	for i := firstKey; i <= lastKey && i < len(args); i += step {
+		c.mark(c.dbIndex, args[i])
+	}
+}
+
+// recordLocked records every boundary up to now (see the top of this
+// file), expiring what is due at each, and reports the bits that expire
+// to events.
+func (s *Store) recordLocked(now int64, events EventSink) {
+	h, r := s.mu.hist, &s.mu.rec
+	target := now - now%HistoryTick
+	if r.last == 0 {
+		r.last = s.mu.now - s.mu.now%HistoryTick
+		for i := range s.mu.dbs {
+			s.markDBLocked(i)
+		}
+	}
+	if target <= r.last {
+		return
+	}
+	for b := r.last + HistoryTick; ; b += HistoryTick {
+		b = s.nextDue(b)
+		if b > target {
+			break
+		}
+		s.expireLocked(b)
+		s.expireBitsLocked(b, events)
+		s.recordCounts(h, b)
+		if b%h.interval == 0 {
+			s.recordBitmaps(h, b)
+		}
+	}
+	r.last = target
+	h.sink.Advance(target)
+}
+
+// nextDue returns the first boundary at or after b at which something is
+// to be done: a dirty key to record, a key or bit deadline passing, or a
+// snapshot of a changed key. Stale heap items make it stop early, which
+// is harmless.
+func (s *Store) nextDue(b int64) int64 {
+	r := &s.mu.rec
+	if anyKeys(&r.dirty) {
+		return b
+	}
+	next := int64(math.MaxInt64)
+	if h := s.mu.expiries; len(h) > 0 {
+		next = boundaryAfter(h[0].at) // a key is gone from there on
+	}
+	if h := s.mu.bitHeap; len(h) > 0 {
+		next = min(next, boundaryAfter(h[0].at*timerTick)) // and a bit
+	}
+	if anyKeys(&r.snap) {
+		iv := s.mu.hist.interval
+		next = min(next, (b+iv-1)/iv*iv)
+	}
+	return max(next, b)
+}
+
+// boundaryAfter returns the first boundary above t >= 0, or MaxInt64
+// when there is none.
+func boundaryAfter(t int64) int64 {
+	b := t - t%HistoryTick
+	if b > math.MaxInt64-HistoryTick {
+		return math.MaxInt64
+	}
+	return b + HistoryTick
+}
+
+// anyKeys reports whether any database's set holds a key.
+func anyKeys(sets *[NumDBs]map[string]struct{}) bool {
+	for _, m := range sets {
+		if len(m) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// recordCounts records the count of every dirty key at boundary b and
+// empties the dirty sets.
+func (s *Store) recordCounts(h *history, b int64) {
+	r := &s.mu.rec
+	for db, m := range r.dirty {
+		for _, key := range sortedKeys(m) {
+			h.sink.RecordCount(b, db, key, s.countOf(db, key))
+		}
+		clear(m)
+	}
+}
+
+// recordBitmaps records the bitmap of every key changed since its last
+// snapshot at boundary b and empties the snapshot sets.
+func (s *Store) recordBitmaps(h *history, b int64) {
+	r := &s.mu.rec
+	for db, m := range r.snap {
+		for _, key := range sortedKeys(m) {
+			bm, n := s.bitmapOf(db, key)
+			h.sink.RecordBitmap(b, db, key, bm, n)
+		}
+		clear(m)
+	}
+}
+
+// sortedKeys returns the keys of m in order, so that every replica makes
+// the same calls in the same order.
+func sortedKeys(m map[string]struct{}) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// countOf is the bit count of key in database db, 0 when it is absent.
+// At a boundary every stored key is alive: expiry just ran.
+func (s *Store) countOf(db int, key string) uint64 {
+	e := s.mu.dbs[db].keys[key]
+	switch {
+	case e == nil:
+		return 0
+	case e.v.bm != nil:
+		return e.v.bm.GetCardinality()
+	}
+	n := 0
+	for _, c := range e.v.raw {
+		n += bits.OnesCount8(c)
+	}
+	return uint64(n)
+}
+
+// bitmapOf returns a private copy of key's bits in database db and its
+// byte length; an empty bitmap and 0 when the key is absent.
+func (s *Store) bitmapOf(db int, key string) (*roaring.Bitmap, uint64) {
+	e := s.mu.dbs[db].keys[key]
+	switch {
+	case e == nil:
+		return roaring.New(), 0
+	case e.v.bm != nil:
+		return e.v.bm.Clone(), uint64(e.v.n)
+	}
+	return bitmapOf(e.v.raw, 0), uint64(len(e.v.raw))
+}
