@@ -107,6 +107,11 @@ type Config struct {
 	// this one's calls (their requirepass).
 	Password func() string
 
+	// Attachment, if not nil, is node-local state shipped with snapshots:
+	// a copy of it is appended to a snapshot when the snapshot is sent to
+	// a follower or restored, and restoring hands it to the Attachment.
+	Attachment Attachment
+
 	// LogOutput receives raft's log; nil means standard error.
 	LogOutput io.Writer
 	// LogLevel is the least severe raft log level written: "trace",

@@ -43,6 +43,7 @@ type StateMachine interface {
 type fsm struct {
 	mu       sync.Mutex // held while an entry is applied, for Digest
 	sm       StateMachine
+	att      Attachment // nil: snapshots carry the state alone
 	log      hclog.Logger
 	replies  sync.Pool     // of *store.Replies
 	applied  progress      // index of the latest entry of commands or membership applied
@@ -129,11 +130,17 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	return fsmSnapshot{state: f.sm.Snapshot(), applied: f.applied.get()}, nil
 }
 
-// Restore implements raft.FSM.
+// Restore implements raft.FSM. A framed snapshot's attachment is
+// restored after the state.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	return restoreFramed(rc, f.att, f.restoreState)
+}
+
+// restoreState restores a snapshot's cluster header and state.
+func (f *fsm) restoreState(r io.Reader) error {
 	var h [snapshotHeaderLen]byte
-	if _, err := io.ReadFull(rc, h[:]); err != nil {
+	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return fmt.Errorf("%w: header: %v", ErrBadSnapshot, err)
 	}
 	applied, err := decodeSnapshotHeader(h)
@@ -142,7 +149,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.sm.Restore(rc); err != nil {
+	if err := f.sm.Restore(r); err != nil {
 		return err
 	}
 	f.restores.Add(1)

@@ -68,16 +68,7 @@ func newTestCluster(t *testing.T, n int, configure func(*Config)) *testCluster {
 	}
 	c.heal()
 	for i, tn := range c.nodes {
-		cfg := testConfig(tn.id)
-		cfg.Bootstrap = i == 0
-		if configure != nil {
-			configure(&cfg)
-		}
-		node, err := Open(cfg, FromStore(tn.st), &Network{Raft: tn.trans, Peers: testPeers{c, tn}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tn.node = node
+		c.start(tn, i == 0, configure)
 		if i == 0 {
 			c.leader()
 			continue
@@ -86,13 +77,49 @@ func newTestCluster(t *testing.T, n int, configure func(*Config)) *testCluster {
 			t.Fatal(err)
 		}
 	}
-	// A command entry after the membership changes: once every node
-	// applied it, every node knows the whole membership.
-	if err := c.nodes[0].node.Apply([]store.Command{cmd(0, "DEL", "formed")}, new(store.Replies)); err != nil {
-		t.Fatal(err)
+	c.formed()
+	return c
+}
+
+// start opens tn's node, bootstrapping a cluster or not.
+func (c *testCluster) start(tn *testNode, bootstrap bool, configure func(*Config)) {
+	c.t.Helper()
+	cfg := testConfig(tn.id)
+	cfg.Bootstrap = bootstrap
+	if configure != nil {
+		configure(&cfg)
+	}
+	node, err := Open(cfg, FromStore(tn.st), &Network{Raft: tn.trans, Peers: testPeers{c, tn}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	tn.node = node
+}
+
+// formed commits a command entry after membership changes and waits for
+// every node to apply it: then every node knows the whole membership.
+func (c *testCluster) formed() {
+	c.t.Helper()
+	if err := c.leader().node.Apply([]store.Command{cmd(0, "DEL", "formed")}, new(store.Replies)); err != nil {
+		c.t.Fatal(err)
 	}
 	c.converge()
-	return c
+}
+
+// join starts a new node with an empty store, adds it to the cluster as
+// a voter and waits until it caught up.
+func (c *testCluster) join(id string, configure func(*Config)) *testNode {
+	c.t.Helper()
+	tn := &testNode{id: id, st: store.New()}
+	tn.addr, tn.trans = raft.NewInmemTransport("")
+	c.nodes = append(c.nodes, tn)
+	c.heal()
+	c.start(tn, false, configure)
+	if err := c.leader().node.AddVoter(c.ctx, tn.id, string(tn.addr)); err != nil {
+		c.t.Fatal(err)
+	}
+	c.formed()
+	return tn
 }
 
 func (c *testCluster) live() []*testNode {

@@ -6,6 +6,7 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -46,6 +47,7 @@ type Node struct {
 	batch *batcher
 
 	bolt      *raftboltdb.BoltStore // nil without AppendOnly
+	attaching atomic.Bool           // snapshots opened carry the Attachment (set once raft started)
 	transport io.Closer             // the transport Open created, or nil
 	mux       *mux                  // the listener Open created, or nil
 	peers     Peers                 // nil: writes are not forwarded
@@ -90,7 +92,7 @@ func Open(cfg Config, sm StateMachine, network *Network) (*Node, error) {
 		quit:     make(chan struct{}),
 		raftDown: make(chan struct{}),
 	}
-	n.fsm = &fsm{sm: sm, log: n.log, snapshotDue: cfg.SnapshotBytes, due: make(chan struct{}, 1)}
+	n.fsm = &fsm{sm: sm, att: cfg.Attachment, log: n.log, snapshotDue: cfg.SnapshotBytes, due: make(chan struct{}, 1)}
 	n.leaderReads.fn = n.leaderReadIndex
 	n.followerReads.fn = n.followerReadIndex
 	if err := n.start(network); err != nil {
@@ -131,6 +133,9 @@ func (n *Node) start(network *Network) error {
 		}
 		return fmt.Errorf("cluster: starting raft: %w", err)
 	}
+	// NewRaft restored the node's own newest snapshot: from now on a
+	// snapshot is opened to be sent to a follower, or restored from one.
+	n.attaching.Store(true)
 	n.batch = newBatcher(n.raft, n.fsm, &n.cfg, n.quit, n.raftDown)
 	n.observe()
 	switch {
@@ -228,9 +233,19 @@ func (n *Node) raftConfig() *raft.Config {
 	return rc
 }
 
-// openStores opens raft's log, stable and snapshot stores: in Dir with
-// AppendOnly, in memory without.
+// openStores opens raft's log, stable and snapshot stores, the latter
+// wrapped to ship the Attachment if there is one.
 func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
+	logs, stable, snaps, err := n.openRaftStores()
+	if err != nil || n.cfg.Attachment == nil {
+		return logs, stable, snaps, err
+	}
+	return logs, stable, attachedSnapshots{snaps, n.cfg.Attachment, &n.attaching}, nil
+}
+
+// openRaftStores opens raft's log, stable and snapshot stores: in Dir
+// with AppendOnly, in memory without.
+func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
 	if !n.cfg.AppendOnly {
 		mem := raft.NewInmemStore()
 		return mem, mem, raft.NewInmemSnapshotStore(), nil
@@ -300,9 +315,12 @@ func verifySnapshot(snaps *raft.FileSnapshotStore, dir string) error {
 	path := filepath.Join(dir, "snapshots", list[0].ID, "state.bin")
 	_, rc, err := snaps.Open(list[0].ID)
 	if err == nil {
-		var h [snapshotHeaderLen]byte
-		if _, err = io.ReadFull(rc, h[:]); err == nil {
-			_, err = decodeSnapshotHeader(h)
+		br := bufio.NewReader(rc)
+		if _, _, _, err = readFrameHeader(br); err == nil {
+			var h [snapshotHeaderLen]byte
+			if _, err = io.ReadFull(br, h[:]); err == nil {
+				_, err = decodeSnapshotHeader(h)
+			}
 		}
 		rc.Close()
 	}
