@@ -216,6 +216,7 @@ func (c *client) dispatch(args [][]byte) {
 		c.reject(nil, proto.ErrUnknownCommand(args))
 		return
 	}
+	args, at := cutPastTime(spec, args)
 	if !spec.CheckArity(len(args)) {
 		c.reject(spec, proto.ErrArity(spec.Name))
 		return
@@ -225,6 +226,10 @@ func (c *client) dispatch(args [][]byte) {
 		return
 	}
 	if c.ps != nil && c.refuseSubscribed(spec, args) {
+		return
+	}
+	if at != nil || readsHistory(spec, args) {
+		c.historyCommand(spec, args, at)
 		return
 	}
 	if c.multi && !controlsTransaction(spec) {
@@ -262,9 +267,9 @@ func (c *client) reject(spec *proto.Spec, msg string) {
 // of reads on the read path, each run of writes through the Applier.
 func (c *client) flushPending() {
 	for i := 0; i < len(c.pending); {
-		write := isWrite(c.pending[i].Spec)
+		write := isWrite(c.pending[i].Spec, c.pending[i].Args)
 		j := i + 1
-		for j < len(c.pending) && isWrite(c.pending[j].Spec) == write {
+		for j < len(c.pending) && isWrite(c.pending[j].Spec, c.pending[j].Args) == write {
 			j++
 		}
 		c.execStore(c.pending[i:j], write)
@@ -273,7 +278,16 @@ func (c *client) flushPending() {
 	c.pending = c.pending[:0]
 }
 
-func isWrite(spec *proto.Spec) bool { return spec.Flags&proto.Write != 0 }
+// isWrite reports whether a command writes: for a container command
+// (HISTORY), whether its subcommand does.
+func isWrite(spec *proto.Spec, args [][]byte) bool {
+	if len(spec.Subcommands) > 0 && len(args) > 1 {
+		if sub := spec.Sub(args[1]); sub != nil {
+			return sub.Flags&proto.Write != 0
+		}
+	}
+	return spec.Flags&proto.Write != 0
+}
 
 // execStore runs cmds on the store and appends their replies to out. If
 // the batch cannot run (no leader, say), each command's reply is the

@@ -26,28 +26,37 @@ import (
 const clusterLeaderWait = time.Second
 
 // startCluster starts n servers that form one cluster and returns them
-// once every one of them applied the whole membership.
-func startCluster(t *testing.T, n int) []*Server {
+// once every one of them applied the whole membership; opts change every
+// server's configuration.
+func startCluster(t *testing.T, n int, opts ...func(*Config)) []*Server {
 	t.Helper()
 	var srvs []*Server
 	for i := range n {
-		srvs = append(srvs, startServer(t, func(c *Config) {
-			c.Cluster.NodeID = "n" + strconv.Itoa(i+1)
-			// Slower than a standalone test server's: three nodes
-			// sharing a loaded machine must not lose their leader
-			// between two steps of a test.
-			c.Cluster.HeartbeatTimeout = 300 * time.Millisecond
-			c.Cluster.ElectionTimeout = 300 * time.Millisecond
-			c.Cluster.LeaderLeaseTimeout = 150 * time.Millisecond
-			c.Cluster.LeaderWait = clusterLeaderWait
-			c.Cluster.Bootstrap = i == 0
-			if i > 0 {
-				c.Cluster.Join = srvs[0].Addr()
-			}
-		}))
+		join := ""
+		if i > 0 {
+			join = srvs[0].Addr()
+		}
+		srvs = append(srvs, startServer(t, append([]func(*Config){clusterMember(i, join)}, opts...)...))
 	}
 	waitApplied(t, srvs)
 	return srvs
+}
+
+// clusterMember configures the i-th node of a test cluster (from 0),
+// which joins the member at join, or bootstraps when join is empty.
+func clusterMember(i int, join string) func(*Config) {
+	return func(c *Config) {
+		c.Cluster.NodeID = "n" + strconv.Itoa(i+1)
+		// Slower than a standalone test server's: three nodes
+		// sharing a loaded machine must not lose their leader
+		// between two steps of a test.
+		c.Cluster.HeartbeatTimeout = 300 * time.Millisecond
+		c.Cluster.ElectionTimeout = 300 * time.Millisecond
+		c.Cluster.LeaderLeaseTimeout = 150 * time.Millisecond
+		c.Cluster.LeaderWait = clusterLeaderWait
+		c.Cluster.Bootstrap = join == ""
+		c.Cluster.Join = join
+	}
 }
 
 // waitApplied waits until every server applied every entry the leader had

@@ -54,9 +54,14 @@ func init() {
 
 // runServerCommand runs a server command and counts it.
 func (c *client) runServerCommand(spec *proto.Spec, args [][]byte) {
+	c.counted(spec, func() { serverCommands[spec.Name](c, args) })
+}
+
+// counted runs a command's handler and counts the call for INFO.
+func (c *client) counted(spec *proto.Spec, run func()) {
 	begin := time.Now()
 	mark := c.out.Len()
-	serverCommands[spec.Name](c, args)
+	run()
 	ct := &c.counters[spec.ID]
 	ct.calls.Add(1)
 	ct.usec.Add(time.Since(begin).Microseconds())
@@ -276,7 +281,7 @@ func exec(c *client, _ [][]byte) {
 	for _, q := range queued {
 		if store.Handles(q.spec) {
 			batch = append(batch, store.Command{DB: db, Args: q.args, Spec: q.spec})
-			write = write || isWrite(q.spec)
+			write = write || isWrite(q.spec, q.args)
 		} else if q.spec.Name == "select" {
 			if n, ok := proto.ParseInt(q.args[1]); ok && n >= 0 && n < store.NumDBs {
 				db = int(n)

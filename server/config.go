@@ -3,9 +3,12 @@ package server
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/presenced/presenced/cluster"
+	"github.com/presenced/presenced/history"
 	"github.com/presenced/presenced/proto"
+	"github.com/presenced/presenced/store"
 )
 
 // Config is the configuration of a server.
@@ -30,6 +33,50 @@ type Config struct {
 	// Cluster configures the server's raft node: its identity, peers,
 	// persistence (appendonly, appendfsync) and timing.
 	Cluster cluster.Config
+	// History configures the recorded past of the bitmaps, kept in
+	// Dir/history.db.
+	History HistoryConfig
+}
+
+// HistoryConfig configures what the server records of the past of its
+// bitmaps, and for how long. Every node of a cluster should be given the
+// same.
+type HistoryConfig struct {
+	// Enabled turns recording, and the commands that read the past, on.
+	Enabled bool
+	// Interval is the time between two bitmap snapshots of a key that
+	// changed: membership in the past is known at this resolution (counts
+	// at every 100 ms tick). A positive multiple of 100 ms.
+	Interval time.Duration
+	// Retention lists the tiers of snapshots kept (see
+	// history.ParseRetention); counts are kept for the longest.
+	Retention []history.Tier
+	// Keys are glob patterns of the keys recorded; empty records every key.
+	Keys []string
+}
+
+// historyFile names the history's file in the data directory.
+const historyFile = "history.db"
+
+// DefaultHistoryConfig returns the history presenced starts with: a
+// snapshot a minute, kept for two days, then one an hour for 90 days.
+func DefaultHistoryConfig() HistoryConfig {
+	tiers, _ := history.ParseRetention(history.DefaultRetention)
+	return HistoryConfig{Enabled: true, Interval: time.Minute, Retention: tiers}
+}
+
+// Validate reports the first setting that cannot work, in plain words.
+func (c HistoryConfig) Validate() error {
+	tick := time.Duration(store.HistoryTick) * time.Millisecond
+	switch {
+	case !c.Enabled:
+		return nil
+	case c.Interval < tick || c.Interval%tick != 0:
+		return fmt.Errorf("server: history interval %v is not a positive multiple of %v", c.Interval, tick)
+	case len(c.Retention) == 0:
+		return errors.New("server: history retention must have a tier")
+	}
+	return nil
 }
 
 // DefaultConfig returns the configuration `presenced` starts with.
@@ -42,6 +89,7 @@ func DefaultConfig() Config {
 		QueryBufferLimit: 1 << 30,
 		MaxClients:       10000,
 		Cluster:          cluster.DefaultConfig(),
+		History:          DefaultHistoryConfig(),
 	}
 }
 
@@ -58,6 +106,9 @@ func (c Config) Validate() error {
 		return errors.New("server: client-query-buffer-limit must be at least 1mb")
 	case c.MaxClients < 1:
 		return errors.New("server: maxclients must be at least 1")
+	}
+	if err := c.History.Validate(); err != nil {
+		return err
 	}
 	return c.Cluster.Validate()
 }

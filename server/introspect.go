@@ -320,6 +320,7 @@ func infoCommand(c *client, args [][]byte) {
 		{"replication", true, c.s.infoReplication},
 		{"commandstats", false, c.s.infoCommandStats},
 		{"keyspace", true, c.s.infoKeyspace},
+		{"history", true, c.s.infoHistory},
 	}
 	var b strings.Builder
 	for _, sec := range sections {

@@ -364,7 +364,7 @@ func TestInfo(t *testing.T) {
 	c.expect("+OK\r\n", "SET", "u", "1")
 
 	sections, fields := infoFields(t, c.do("INFO"))
-	if want := []string{"Server", "Clients", "Memory", "Stats", "Replication", "Keyspace"}; !equalStrings(sections, want) {
+	if want := []string{"Server", "Clients", "Memory", "Stats", "Replication", "Keyspace", "History"}; !equalStrings(sections, want) {
 		t.Errorf("INFO sections %q, want %q", sections, want)
 	}
 	checks := map[string]string{
@@ -404,8 +404,8 @@ func TestInfo(t *testing.T) {
 		t.Errorf("INFO keyspace clients sections %q", sections)
 	}
 	sections, _ = infoFields(t, c.do("INFO", "everything"))
-	if len(sections) != 7 {
-		t.Errorf("INFO everything sections %q, want all seven", sections)
+	if len(sections) != 8 {
+		t.Errorf("INFO everything sections %q, want all eight", sections)
 	}
 	c.expect("$0\r\n\r\n", "INFO", "nosection")
 }

@@ -6,13 +6,17 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/presenced/presenced/cluster"
+	"github.com/presenced/presenced/history"
 	"github.com/presenced/presenced/store"
 )
 
@@ -24,6 +28,7 @@ var ErrClosed = errors.New("server: closed")
 type Server struct {
 	store   *store.Store
 	node    *cluster.Node
+	history *history.History // nil with history off
 	started time.Time
 
 	settings settings
@@ -54,12 +59,45 @@ func New(cfg Config) (*Server, error) {
 	s.mu.clients = make(map[*client]struct{})
 	cc := cfg.Cluster
 	cc.Password = func() string { return s.settings.config().RequirePass }
+	if cfg.History.Enabled {
+		if err := s.openHistory(cfg); err != nil {
+			return nil, err
+		}
+		// History travels with the snapshots a new node installs.
+		cc.Attachment = s.history
+	}
 	node, err := cluster.Open(cc, cluster.FromStore(s.store), nil)
 	if err != nil {
+		s.closeHistory()
 		return nil, err
 	}
 	s.node = node
 	return s, nil
+}
+
+// openHistory opens the history file in cfg.Dir and has the store record
+// into it, as cfg.History says.
+func (s *Server) openHistory(cfg Config) error {
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	hc := history.DefaultConfig(filepath.Join(cfg.Dir, historyFile))
+	hc.Retention = cfg.History.Retention
+	h, err := history.Open(hc)
+	if err != nil {
+		return err
+	}
+	s.history = h
+	s.store.SetHistory(h, store.HistoryConfig{Interval: cfg.History.Interval.Milliseconds(), Keys: cfg.History.Keys})
+	return nil
+}
+
+// closeHistory closes the history file, if open.
+func (s *Server) closeHistory() error {
+	if s.history == nil {
+		return nil
+	}
+	return s.history.Close()
 }
 
 // Start listens on the configured address and serves clients in the
@@ -116,7 +154,8 @@ func (s *Server) Close() error {
 	// their connections can end.
 	err := s.node.Close()
 	s.wg.Wait()
-	return err
+	// The node applies nothing more: what it recorded can be flushed.
+	return errors.Join(err, s.closeHistory())
 }
 
 // goFunc runs f in a goroutine that Close waits for.

@@ -13,8 +13,11 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
+	"time"
 
+	"github.com/presenced/presenced/history"
 	"github.com/presenced/presenced/server"
 	"github.com/presenced/presenced/store"
 )
@@ -39,6 +42,25 @@ func main() {
 	fs.Func("bit-ttl", "a bit-TTL rule, <pattern>=<seconds>, e.g. 'online:*=90s': SETBIT 1 on a matching key arms that TTL for the bit (repeatable; the first match wins)", func(v string) error {
 		r, err := server.ParseBitTTLFlag(v)
 		bitTTL = append(bitTTL, r)
+		return err
+	})
+	hc := &cfg.History
+	fs.Func("history-interval", "time between two bitmap snapshots of a changed key, a multiple of 100ms (default 60s)", func(v string) error {
+		d, err := parseHistoryInterval(v)
+		hc.Interval = d
+		return err
+	})
+	fs.Func("history-retention", "history kept, as step:keep tiers, e.g. '1m:2d,1h:90d' (the default): minute snapshots for 2 days, hourly ones for 90 days; counts for the longest", func(v string) error {
+		tiers, err := history.ParseRetention(v)
+		if err != nil {
+			return fmt.Errorf("--history-retention %q: %w", v, err)
+		}
+		hc.Retention = tiers
+		return nil
+	})
+	fs.Func("history-keys", "glob pattern of the keys whose history is recorded, e.g. 'online:*' (repeatable or comma-separated; default every key)", func(v string) error {
+		keys, err := parseHistoryKeys(v)
+		hc.Keys = append(hc.Keys, keys...)
 		return err
 	})
 	version := fs.Bool("version", false, "print the version and exit")
@@ -93,4 +115,27 @@ func main() {
 	<-sig
 	log.Printf("presenced: shutting down")
 	srv.Close()
+}
+
+// parseHistoryInterval parses --history-interval: a Go duration that is a
+// positive multiple of the history's tick.
+func parseHistoryInterval(v string) (time.Duration, error) {
+	tick := time.Duration(store.HistoryTick) * time.Millisecond
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 || d%tick != 0 {
+		return 0, fmt.Errorf("--history-interval %q: want a positive multiple of %v, e.g. 60s", v, tick)
+	}
+	return d, nil
+}
+
+// parseHistoryKeys parses one --history-keys value: comma-separated glob
+// patterns, none empty.
+func parseHistoryKeys(v string) ([]string, error) {
+	keys := strings.Split(v, ",")
+	for _, k := range keys {
+		if k == "" {
+			return nil, fmt.Errorf("--history-keys %q: want comma-separated glob patterns, none empty, e.g. 'online:*'", v)
+		}
+	}
+	return keys, nil
 }
