@@ -244,3 +244,23 @@ func TestBackpressure(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncForWaitsForPurge checks that a query of the past, which does not
+// wait for the writer, still sees a Purge recorded before it.
+func TestSyncForWaitsForPurge(t *testing.T) {
+	h, _, _ := recorded(t, 22)
+	at := h.Newest()
+	if n, err := h.CountAt(0, "a", at); err != nil || n == 0 {
+		t.Fatalf("before the purge: %d, %v", n, err)
+	}
+	if err := h.SyncFor(at); err != nil {
+		t.Fatal("with nothing pending:", err)
+	}
+	h.Purge(at+50, 0, "a")
+	if err := h.SyncFor(at); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.CountAt(0, "a", at); err != nil || n != 0 {
+		t.Fatalf("after the purge: %d, %v", n, err)
+	}
+}

@@ -105,6 +105,7 @@ type queue struct {
 	bytes    int64  // size of the queued ops
 	enqueued uint64 // ops ever queued
 	done     uint64 // ops ever handled by the writer
+	purges   uint64 // the value of enqueued after the latest Purge
 	err      error  // sticky write error
 	closed   bool
 	exited   bool // the writer goroutine has exited
@@ -261,6 +262,9 @@ func (h *History) enqueue(o op, size int64) bool {
 	q.ops = append(q.ops, o)
 	q.bytes += size
 	q.enqueued++
+	if o.kind == opPurge {
+		q.purges = q.enqueued
+	}
 	q.cond.Broadcast()
 	return true
 }
@@ -271,7 +275,26 @@ func (h *History) Sync() error {
 	q := &h.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	target := q.enqueued
+	return h.waitDone(q.enqueued)
+}
+
+// SyncFor is Sync for a query at time t: it returns at once when every
+// point at or before t is committed (t is at most Newest) and no Purge
+// recorded before the call is pending, so queries of the past do not wait
+// for the writer's commits of the present.
+func (h *History) SyncFor(t int64) error {
+	q := &h.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if t <= h.newest.Load() && q.done >= q.purges {
+		return q.err
+	}
+	return h.waitDone(q.enqueued)
+}
+
+// waitDone waits, with q.mu held, until the writer handled target ops.
+func (h *History) waitDone(target uint64) error {
+	q := &h.q
 	for q.done < target && q.err == nil && !q.exited {
 		q.cond.Wait()
 	}

@@ -118,15 +118,16 @@ func (c *client) historyCommand(spec *proto.Spec, args [][]byte, at *pastTime) {
 	c.touch(spec.Name)
 }
 
-// syncHistory makes sure the history holds what this node applied up to
-// now, with the read barrier of a live read first.
-func (c *client) syncHistory() error {
+// syncHistory makes sure the history holds, for a query up to time t,
+// what this node applied up to now, with the read barrier of a live read
+// first; math.MaxInt64 stands for the present.
+func (c *client) syncHistory(t int64) error {
 	if !c.readonly && !c.peer {
 		if err := c.s.node.ReadBarrier(context.Background()); err != nil {
 			return err
 		}
 	}
-	return c.s.history.Sync()
+	return c.s.history.SyncFor(t)
 }
 
 // readPast runs a read (or COPY) at the time of its AT or ATMS clause.
@@ -136,7 +137,7 @@ func (c *client) readPast(spec *proto.Spec, args [][]byte, at *pastTime) {
 		c.out.Error(proto.ErrNotInteger)
 		return
 	}
-	if err := c.syncHistory(); err != nil {
+	if err := c.syncHistory(t); err != nil {
 		c.out.Error(replyError(err))
 		return
 	}
@@ -340,7 +341,7 @@ func rangeEnd(b []byte, oldest, newest int64) (int64, bool) {
 // bitHistory answers BITHISTORY as TS.RANGE does: an array of
 // [timestamp in ms, value] pairs, the value a bulk string.
 func (c *client) bitHistory(args [][]byte) {
-	if err := c.syncHistory(); err != nil {
+	if err := c.syncHistory(math.MaxInt64); err != nil {
 		c.out.Error(replyError(err))
 		return
 	}
@@ -370,7 +371,7 @@ func (c *client) historyInfo(args [][]byte) {
 		c.out.Error(proto.ErrSyntax)
 		return
 	}
-	if err := c.syncHistory(); err != nil {
+	if err := c.syncHistory(math.MaxInt64); err != nil {
 		c.out.Error(replyError(err))
 		return
 	}
