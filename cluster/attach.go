@@ -72,17 +72,19 @@ func readFrameHeader(r *bufio.Reader) (state, attachment int64, framed bool, err
 	return state, attachment, true, nil
 }
 
-// attachedSnapshots wraps raft's snapshot store so that opening a
-// snapshot this node took appends a copy of the attachment to it. A
-// snapshot that is already framed (one a follower received and stored)
-// is opened as it is, so that it restores the copy it came with. Until
-// live is set, while raft restores the node's own snapshot at start,
-// nothing is appended: the attachment would only be handed back to
-// itself.
+// attachedSnapshots wraps raft's snapshot store so that a leader opening
+// a snapshot, to send it to a follower, appends a copy of its attachment
+// as it is now to the snapshot's state; a snapshot that is already framed
+// (one the node received as a follower and stored) has its old copy
+// replaced. On any other node, and until live is set while raft restores
+// the node's own snapshot at start, a snapshot is opened as it is stored:
+// a follower restores the copy it received, and at start the node's own
+// attachment would only be handed back to itself.
 type attachedSnapshots struct {
 	raft.SnapshotStore
-	att  Attachment
-	live *atomic.Bool
+	att     Attachment
+	live    *atomic.Bool
+	leading func() bool // called only once live is set
 }
 
 // Open implements raft.SnapshotStore.
@@ -92,8 +94,16 @@ func (s attachedSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, e
 		return nil, nil, err
 	}
 	br := bufio.NewReader(rc)
-	if !s.live.Load() || isFramed(br) {
+	if !s.live.Load() || !s.leading() {
 		return meta, readCloser{br, []io.Closer{rc}}, nil
+	}
+	state, _, framed, err := readFrameHeader(br)
+	if err != nil {
+		rc.Close()
+		return nil, nil, err
+	}
+	if !framed {
+		state = meta.Size
 	}
 	ac, size, err := s.att.OpenCopy()
 	if err != nil {
@@ -101,9 +111,9 @@ func (s attachedSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, e
 		return nil, nil, fmt.Errorf("cluster: copying the snapshot attachment: %w", err)
 	}
 	framedMeta := *meta
-	framedMeta.Size = int64(frameHeaderLen) + meta.Size + size
-	body := io.MultiReader(bytes.NewReader(encodeFrameHeader(meta.Size, size)),
-		exactReader(br, meta.Size), exactReader(ac, size))
+	framedMeta.Size = int64(frameHeaderLen) + state + size
+	body := io.MultiReader(bytes.NewReader(encodeFrameHeader(state, size)),
+		exactReader(br, state), exactReader(ac, size))
 	return &framedMeta, readCloser{body, []io.Closer{rc, ac}}, nil
 }
 

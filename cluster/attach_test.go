@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hashicorp/raft"
 	"github.com/presenced/presenced/store"
 )
 
@@ -253,4 +254,31 @@ func TestFramedSnapshotOnDisk(t *testing.T) {
 		t.Fatalf("error does not name the snapshot: %v", err)
 	}
 	n2.dead = true
+}
+
+// TestNewLeaderShipsItsAttachment checks that a node that received a
+// snapshot as a follower and then leads sends a node joining later its
+// own attachment, not the older copy stored with the snapshot.
+func TestNewLeaderShipsItsAttachment(t *testing.T) {
+	atts := map[string]*memAttachment{"n1": {}, "n2": {}, "n3": {}}
+	configure := withAttachments(atts, nil)
+	c := newTestCluster(t, 1, configure)
+	atts["n1"].set(5, "n1")
+	writeAndSnapshot(t, c, 30)
+	n2 := c.join("n2", configure)
+	if v, _, _ := atts["n2"].get(); v != 5 {
+		t.Fatalf("n2 joined with attachment version %d, want 5", v)
+	}
+	l := c.leader()
+	if err := l.node.raft.LeadershipTransferToServer(raft.ServerID("n2"), raft.ServerAddress(n2.addr)).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if c.leader() != n2 {
+		t.Fatal("n2 does not lead after the transfer")
+	}
+	atts["n2"].set(10, "n2")
+	c.join("n3", configure)
+	if v, content, _ := atts["n3"].get(); v != 10 || content != "n2" {
+		t.Fatalf("n3's attachment: version %d %q, want the new leader's 10 \"n2\"", v, content)
+	}
 }

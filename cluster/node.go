@@ -240,7 +240,8 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 	if err != nil || n.cfg.Attachment == nil {
 		return logs, stable, snaps, err
 	}
-	return logs, stable, attachedSnapshots{snaps, n.cfg.Attachment, &n.attaching}, nil
+	leading := func() bool { return n.raft.State() == raft.Leader }
+	return logs, stable, attachedSnapshots{snaps, n.cfg.Attachment, &n.attaching, leading}, nil
 }
 
 // openRaftStores opens raft's log, stable and snapshot stores: in Dir
