@@ -137,8 +137,16 @@ func Open(cfg Config) (*History, error) {
 }
 
 // openDB opens the bbolt file and makes sure it is a history file of this version.
-func openDB(cfg Config) (*bolt.DB, error) {
-	db, err := bolt.Open(cfg.Path, 0o600, &bolt.Options{Timeout: cfg.LockTimeout})
+func openDB(cfg Config) (db *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				db.Close()
+			}
+			db, err = nil, damaged(cfg.Path, r)
+		}
+	}()
+	db, err = bolt.Open(cfg.Path, 0o600, &bolt.Options{Timeout: cfg.LockTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("history: cannot open %s: %w", cfg.Path, err)
 	}
@@ -330,13 +338,25 @@ func (h *History) checkTime(t int64) error {
 }
 
 // view runs fn in a read transaction on the current file.
-func (h *History) view(fn func(tx *bolt.Tx) error) error {
+// bbolt panics on some damaged pages instead of returning an error: that
+// becomes an error naming the file.
+func (h *History) view(fn func(tx *bolt.Tx) error) (err error) {
 	h.dbMu.RLock()
 	defer h.dbMu.RUnlock()
 	if h.db == nil {
 		return ErrClosed
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = damaged(h.cfg.Path, r)
+		}
+	}()
 	return h.db.View(fn)
+}
+
+// damaged is the error for a file on which bbolt panicked with r.
+func damaged(path string, r any) error {
+	return fmt.Errorf("history: %s is damaged: %v", path, r)
 }
 
 // seriesName names the series of key in db: 4 big-endian bytes of db, then the key.

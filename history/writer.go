@@ -129,9 +129,15 @@ func (w *writer) applyAll(ops []op) error {
 	return nil
 }
 
-func (w *writer) applyTx(ops []op) error {
+func (w *writer) applyTx(ops []op) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.series = map[string]*seriesState{}
+			err = damaged(w.h.cfg.Path, r)
+		}
+	}()
 	var st batchStats
-	err := w.h.db.Update(func(tx *bolt.Tx) error {
+	err = w.h.db.Update(func(tx *bolt.Tx) error {
 		for i := range ops {
 			if err := w.apply(tx, &ops[i], &st); err != nil {
 				return err

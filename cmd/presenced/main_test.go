@@ -415,24 +415,29 @@ func TestCorruptLogEntryRefused(t *testing.T) {
 	t.Errorf("started on a log with a corrupted entry: GET k = %q (%v), the write was %q; output:\n%s", got, err, payload, p.out)
 }
 
-// TestCorruptLogFileRefused damages the raft log file's pages: the node
-// must exit with an error that names the file, not crash.
-func TestCorruptLogFileRefused(t *testing.T) {
-	n := newNode(t, "n1")
-	p := n.start(t)
-	newDataset().write(t, p, 0)
-	p.stop()
-	path := filepath.Join(n.dir, "raft.db")
-	info, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Everything after the two meta pages at the start of the file.
-	const metaPages = 2 * 4096
-	flipBytes(t, path, metaPages, int(info.Size()-metaPages))
-	out := refuse(t, n.args()...)
-	if strings.Contains(out, "panic:") || !strings.Contains(out, "raft.db") {
-		t.Errorf("on a damaged raft.db, want an error naming it, got:\n%s", out)
+// TestCorruptFilesRefused damages the pages of the raft log file, then
+// of the history file: the node must exit with an error that names the
+// file, not crash.
+func TestCorruptFilesRefused(t *testing.T) {
+	for _, file := range []string{"raft.db", "history.db"} {
+		t.Run(file, func(t *testing.T) {
+			n := newNode(t, "n1")
+			p := n.start(t)
+			newDataset().write(t, p, 0)
+			p.stop()
+			path := filepath.Join(n.dir, file)
+			info, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Everything after the two meta pages at the start of the file.
+			const metaPages = 2 * 4096
+			flipBytes(t, path, metaPages, int(info.Size()-metaPages))
+			out := refuse(t, n.args()...)
+			if strings.Contains(out, "panic:") || !strings.Contains(out, file) {
+				t.Errorf("on a damaged %s, want an error naming it, got:\n%s", file, out)
+			}
+		})
 	}
 }
 
