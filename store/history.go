@@ -357,7 +357,7 @@ func (s *Store) bitmapOf(db int, key string) (*roaring.Bitmap, uint64) {
 	case e == nil:
 		return roaring.New(), 0
 	case e.v.bm != nil:
-		return e.v.bm.Clone(), uint64(e.v.n)
+		return share(e.v.bm), uint64(e.v.n)
 	}
 	return bitmapOf(e.v.raw, 0), uint64(len(e.v.raw))
 }

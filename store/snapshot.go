@@ -141,12 +141,12 @@ type arena struct {
 	buf []byte
 }
 
-// value returns a copy of v that shares no memory with it: commands
-// such as SETRANGE change a raw string's bytes in place, and bit
-// commands change a bitmap.
+// value returns a copy of v that later changes to v do not reach:
+// commands such as SETRANGE change a raw string's bytes in place, so
+// those are copied; a bitmap is shared copy-on-write (see share).
 func (a *arena) value(v *value) value {
 	if v.bm != nil {
-		return value{bm: v.bm.Clone(), n: v.n, t: v.t.clone()}
+		return value{bm: share(v.bm), n: v.n, t: v.t.clone()}
 	}
 	return value{raw: a.copy(v.raw), enc: v.enc}
 }

@@ -260,6 +260,11 @@ func TestSnapshotIsACopy(t *testing.T) {
 		snapDo(s, now, db, "append", "raw", "ghij") // spare capacity, edited in place below
 		snapDo(s, now, db, "setbit", "bm", "1000", "1")
 	}
+	// A bitmap with dense and run containers, shared copy-on-write.
+	for i := range 6000 {
+		snapDo(s, now, 0, "setbit", "dense", strconv.Itoa(i*3), "1")
+	}
+	snapDo(s, now, 0, "bitfield", "dense", "set", "u32", "100000", "4294967295")
 	want := s.Digest()
 	sn := s.Snapshot()
 	done := make(chan []byte)
@@ -276,6 +281,8 @@ func TestSnapshotIsACopy(t *testing.T) {
 			snapDo(s, now, db, "append", "raw", "!")
 			snapDo(s, now, db, "setbit", "bm", strconv.Itoa(i*97), "1")
 			snapDo(s, now, db, "setbit", "bm", "1000", "0")
+			snapDo(s, now, 0, "setbit", "dense", strconv.Itoa(i*7), "0")
+			snapDo(s, now, 0, "setbit", "dense", strconv.Itoa(100000+i%32), "0")
 		}
 	}
 	for _, db := range snapDBs {

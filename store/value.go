@@ -172,6 +172,19 @@ func (v *value) setBit(off uint64, on bool) bool {
 	return v.bm.CheckedRemove(uint32(off))
 }
 
+// share returns a copy of bm that shares bm's containers until one of
+// the two changes them: each copies a shared container before its first
+// change to it. It costs a slice of container references, not a copy of
+// every container, so a snapshot taken with the store locked does not
+// stall writes for the time it takes to copy a large bitmap.
+func share(bm *roaring.Bitmap) *roaring.Bitmap {
+	bm.SetCopyOnWrite(true)
+	c := bm.Clone()
+	bm.SetCopyOnWrite(false)
+	c.SetCopyOnWrite(false)
+	return c
+}
+
 // clone returns a deep copy, bit deadlines included.
 func (v *value) clone() value {
 	if v.bm != nil {
