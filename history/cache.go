@@ -8,12 +8,25 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 )
 
-// cachedBitmap is a reconstructed snapshot; nobody modifies bm.
+// cachedBitmap is a reconstructed snapshot; nobody modifies bm. Copies
+// share its containers copy-on-write.
 type cachedBitmap struct {
 	key     string
+	mu      sync.Mutex // held while bm is copied: copying marks its containers shared
 	bm      *roaring.Bitmap
 	byteLen uint64
 	size    int64
+}
+
+// copy returns a copy of the bitmap the caller may change: it shares the
+// containers until one side changes them, so it costs a slice of
+// references rather than a copy of every container.
+func (cb *cachedBitmap) copy() *roaring.Bitmap {
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	c := cb.bm.Clone()
+	c.SetCopyOnWrite(false)
+	return c
 }
 
 // cache is an LRU of reconstructed snapshots keyed by (series, snapshot
@@ -70,27 +83,31 @@ func (c *cache) get(series string, ts int64) *cachedBitmap {
 	return e.Value.(*cachedBitmap)
 }
 
-// put caches bm (which must not be modified afterwards).
-func (c *cache) put(series string, ts int64, bm *roaring.Bitmap, byteLen uint64) {
+// put caches bm, which must not be modified afterwards, and returns its
+// entry, or nil if it is larger than the whole cache.
+func (c *cache) put(series string, ts int64, bm *roaring.Bitmap, byteLen uint64) *cachedBitmap {
 	size := int64(bm.GetSizeInBytes())
 	if size > c.limit {
-		return
+		return nil
 	}
 	key := cacheKey(series, ts)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.items[key]; ok {
-		return
+	if e, ok := c.items[key]; ok {
+		return e.Value.(*cachedBitmap)
 	}
-	c.items[key] = c.order.PushFront(&cachedBitmap{key: key, bm: bm, byteLen: byteLen, size: size})
+	bm.SetCopyOnWrite(true)
+	cb := &cachedBitmap{key: key, bm: bm, byteLen: byteLen, size: size}
+	c.items[key] = c.order.PushFront(cb)
 	c.size += size
 	for c.size > c.limit {
 		e := c.order.Back()
-		cb := e.Value.(*cachedBitmap)
+		old := e.Value.(*cachedBitmap)
 		c.order.Remove(e)
-		delete(c.items, cb.key)
-		c.size -= cb.size
+		delete(c.items, old.key)
+		c.size -= old.size
 	}
+	return cb
 }
 
 // clear empties the cache (after a purge or a restore changed the file).

@@ -71,12 +71,12 @@ func (h *History) BitmapAt(db int, key string, t int64) (bm *roaring.Bitmap, byt
 		}
 		snapTs, byteLen = target.ts, target.s.byteLen
 		if len(links) == 0 {
-			bm = base.bm.Clone()
+			bm = base.copy()
 			return nil
 		}
 		var start *roaring.Bitmap
 		if base != nil {
-			start = base.bm.Clone()
+			start = base.copy()
 		}
 		rebuilt, err = rebuild(start, links)
 		return err
@@ -87,8 +87,9 @@ func (h *History) BitmapAt(db int, key string, t int64) (bm *roaring.Bitmap, byt
 	if rebuilt != nil {
 		bm = rebuilt
 		if h.cache.admit(series, snapTs) {
-			h.cache.put(series, snapTs, rebuilt, byteLen)
-			bm = rebuilt.Clone()
+			if cb := h.cache.put(series, snapTs, rebuilt, byteLen); cb != nil {
+				bm = cb.copy()
+			}
 		}
 	}
 	if bm == nil {

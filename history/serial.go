@@ -2,6 +2,10 @@ package history
 
 import (
 	"encoding/binary"
+	"errors"
+	"runtime"
+	"sync"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -88,18 +92,27 @@ func (s *serialized) containerAt(i, start int) ([]byte, error) {
 
 // container returns container i.
 func (s *serialized) container(i int) ([]byte, error) {
+	start, err := s.offset(i)
+	if err != nil {
+		return nil, err
+	}
+	return s.containerAt(i, start)
+}
+
+// offset returns where container i starts.
+func (s *serialized) offset(i int) (int, error) {
 	if s.offsets != nil {
-		return s.containerAt(i, int(binary.LittleEndian.Uint32(s.offsets[4*i:])))
+		return int(binary.LittleEndian.Uint32(s.offsets[4*i:])), nil
 	}
 	start := s.start
 	for j := 0; j < i; j++ {
 		c, err := s.containerAt(j, start)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		start += len(c)
 	}
-	return s.containerAt(i, start)
+	return start, nil
 }
 
 // find returns the index of the container with key hi.
@@ -170,6 +183,7 @@ func containerContains(c []byte, run bool, card int, lo uint16) bool {
 
 // xorInto XORs container c into the 1024 words w.
 func xorInto(w []uint64, c []byte, run bool, card int) {
+	block := (*[containerWords]uint64)(w)
 	switch {
 	case run:
 		for r, n := 0, int(binary.LittleEndian.Uint16(c)); r < n; r++ {
@@ -177,13 +191,15 @@ func xorInto(w []uint64, c []byte, run bool, card int) {
 			flipRange(w, start, start+int(binary.LittleEndian.Uint16(c[4+4*r:])))
 		}
 	case card > arrayMaxSize:
-		for i := range w {
-			w[i] ^= binary.LittleEndian.Uint64(c[8*i:])
+		for i := range block {
+			block[i] ^= binary.LittleEndian.Uint64(c[8*i:])
 		}
 	default:
-		for i := 0; i < card; i++ {
-			v := binary.LittleEndian.Uint16(c[2*i:])
-			w[v/64] ^= 1 << (v % 64)
+		// c is card little-endian uint16s (containerAt checked its length);
+		// viewing it as pairs of bytes spares a bounds check per value.
+		for _, v := range unsafe.Slice((*[2]byte)(c), card) {
+			x := uint16(v[0]) | uint16(v[1])<<8
+			block[x>>6] ^= 1 << (x & 63)
 		}
 	}
 }
@@ -208,7 +224,8 @@ var maxDenseBytes = 256 << 20
 
 // xorChain returns base (may be nil) XOR every serialized bitmap in
 // payloads, or ok false if the dense buffer it needs would exceed
-// maxDenseBytes. It walks all payloads container key by container key, so
+// maxDenseBytes. The container keys are split in one range per CPU, XORed
+// in parallel; each range is walked container key by container key, so
 // each 8 KB block is touched while it is in cache.
 func xorChain(base *roaring.Bitmap, payloads [][]byte) (bm *roaring.Bitmap, ok bool, err error) {
 	ser := make([]serialized, len(payloads))
@@ -232,12 +249,47 @@ func xorChain(base *roaring.Bitmap, payloads [][]byte) (bm *roaring.Bitmap, ok b
 	if base != nil {
 		copy(dense, base.ToDense())
 	}
-	// next container index and its start offset, per payload
-	idx, start := make([]int, len(ser)), make([]int, len(ser))
-	for i := range ser {
-		start[i] = ser[i].start
+	parts := max(1, min(runtime.GOMAXPROCS(0), (maxKey+1+63)/64))
+	consumed := make([][]int, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*(maxKey+1)/parts, (p+1)*(maxKey+1)/parts
+		wg.Go(func() { consumed[p], errs[p] = xorKeys(dense, ser, lo, hi) })
 	}
-	for key := 0; key <= maxKey; key++ {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, false, err
+	}
+	for i := range ser {
+		n := 0
+		for p := range parts {
+			n += consumed[p][i]
+		}
+		if n != ser[i].size {
+			return nil, false, errCorrupt // keys out of order
+		}
+	}
+	return roaring.FromDense(dense, false), true, nil
+}
+
+// xorKeys XORs into dense the containers of ser with keys in [lo, hi), and
+// returns how many containers of each it XORed.
+func xorKeys(dense []uint64, ser []serialized, lo, hi int) ([]int, error) {
+	// next container index and its start offset, per payload
+	idx, start, first := make([]int, len(ser)), make([]int, len(ser)), make([]int, len(ser))
+	for i := range ser {
+		idx[i], _ = ser[i].find(uint16(lo))
+		first[i] = idx[i]
+		if idx[i] == ser[i].size {
+			continue
+		}
+		var err error
+		if start[i], err = ser[i].offset(idx[i]); err != nil {
+			return nil, err
+		}
+	}
+	for key := lo; key < hi; key++ {
 		w := dense[key*containerWords : (key+1)*containerWords]
 		for i := range ser {
 			s := &ser[i]
@@ -246,17 +298,15 @@ func xorChain(base *roaring.Bitmap, payloads [][]byte) (bm *roaring.Bitmap, ok b
 			}
 			c, err := s.containerAt(idx[i], start[i])
 			if err != nil {
-				return nil, false, err
+				return nil, err
 			}
 			xorInto(w, c, s.isRun(idx[i]), s.card(idx[i]))
 			start[i] += len(c)
 			idx[i]++
 		}
 	}
-	for i := range ser {
-		if idx[i] != ser[i].size {
-			return nil, false, errCorrupt // keys out of order
-		}
+	for i := range idx {
+		idx[i] -= first[i]
 	}
-	return roaring.FromDense(dense, false), true, nil
+	return idx, nil
 }
