@@ -185,11 +185,14 @@ func nextTime(times []int64, i int) int64 {
 }
 
 // reencode returns the snapshot at keptTs encoded against the one at prevTs
-// (-1: none), or nil if it is a full and can stay as it is.
+// (-1: none), or nil if it is a full that can stay as it is.
 func (w *writer) reencode(b *bolt.Bucket, prevTs int64, newIdx map[int64]uint32, keptTs int64) ([]byte, uint32, error) {
 	s, err := parseSnap(b.Get(tsKey(keptTs)))
-	if err != nil || s.kind == snapFull {
+	switch {
+	case err != nil || s.kind == snapFull && s.back == nil:
 		return nil, 0, err
+	case s.kind == snapFull:
+		return plainFull(s), 0, nil // its XOR was against a dropped snapshot
 	}
 	cur, _, _, _, err := materialize(b, keptTs)
 	if err != nil {

@@ -134,7 +134,7 @@ type Config struct {
 // Defaults used by DefaultConfig.
 const (
 	DefaultRetention  = "1m:2d,1h:90d"
-	DefaultFullEvery  = 16
+	DefaultFullEvery  = 32
 	DefaultCacheBytes = 256 << 20
 	DefaultQueueBytes = 256 << 20
 )
