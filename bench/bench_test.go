@@ -51,6 +51,15 @@ var wantRows = map[string][]string{
 	"Expiry at 500k online: memory":        {"500k ids in 1M armed with BITPSETEX, MEMORY USAGE", "500k ids in 1M armed with BITPSETEX, RssAnon"},
 	"Expiry at 500k online: CPU":           {"expiry of 250k ids, no client load"},
 	"Expiry at 500k online: write latency": {"SETBIT, pipeline 1, during the expiry of 250k ids"},
+	"History: reads of the past": {"`BITCOUNT online:history:counts AT <t>`, 1 day of per-second counts",
+		"`BITHISTORY online:history:counts <from> <to> STEP 300` over 12 hours",
+		"`BITHISTORY online:history:counts <from> <to> STEP 300` over 12 hours AGGREGATE avg",
+		"`GETBIT online:history:members <offset> AT <t>`, 100k-id snapshots",
+		"`BITCOUNT online:history:members 0 -1 AT <t>`, 100k-id snapshots"},
+	"History: disk for minute snapshots": {"10 minute snapshots of 100k online in 1M, 2% churn a minute"},
+	"History: write latency while snapshots are written": {
+		"`SETBIT online:bitmap:0 <random id> 1` on a 100k-id key snapshot every 1s: round trips overlapping a snapshot",
+		"`SETBIT online:bitmap:0 <random id> 1` on a 100k-id key snapshot every 1s: whole runs"},
 }
 
 // TestQuickRun runs the whole benchmark in quick mode against real
@@ -101,6 +110,7 @@ func TestQuickRun(t *testing.T) {
 			names = append(names, r.Workload)
 			checkPause(t, r)
 		}
+		names = append(names, historyRowNames(t, g)...)
 		for _, r := range g.CPUs {
 			names = append(names, r.Workload)
 			if r.Took <= 0 || r.CPU <= 0 || r.Idle < 0 {

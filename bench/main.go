@@ -54,6 +54,11 @@ func newFlagSet(o *options, output io.Writer) *flag.FlagSet {
 	fs.Uint64Var(&c.ExpiryIDs, "expiry-ids", c.ExpiryIDs, "ids that expire in the mass expiry rows (a multiple of 100)")
 	fs.DurationVar(&c.ExpiryTTL, "expiry-ttl", c.ExpiryTTL, "least time from arming the mass expiry's ids to their first deadline (more when loading them was slow)")
 	fs.DurationVar(&c.ExpirySpread, "expiry-spread", c.ExpirySpread, "time over which the mass expiry's deadlines are spread")
+	fs.DurationVar(&c.HistoryCounts, "history-counts", c.HistoryCounts, "stretch of per-second counts recorded for the history count rows")
+	fs.DurationVar(&c.HistoryRange, "history-range", c.HistoryRange, "stretch a BITHISTORY query reads")
+	fs.Uint64Var(&c.HistoryIDs, "history-ids", c.HistoryIDs, "ids online in each history snapshot, and in the live key of the history write rows")
+	fs.IntVar(&c.HistorySnapshots, "history-snapshots", c.HistorySnapshots, "minute snapshots of the history disk row")
+	fs.DurationVar(&c.HistoryInterval, "history-interval", c.HistoryInterval, "presenced's --history-interval in the history write rows")
 	fs.Func("only", "comma-separated row groups to run: "+strings.Join(allGroups, ", ")+", or replication (modes, cluster, failover, restart)", func(v string) error {
 		c.Groups = parseGroups(v)
 		return nil

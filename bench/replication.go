@@ -25,7 +25,7 @@ const (
 )
 
 // allGroups lists every row group in running order.
-var allGroups = []string{groupHeartbeats, groupData, groupModes, groupCluster, groupFailover, groupRestart, groupPresence}
+var allGroups = []string{groupHeartbeats, groupData, groupModes, groupCluster, groupFailover, groupRestart, groupPresence, groupHistory}
 
 // groupAliases name sets of groups for -only.
 var groupAliases = map[string][]string{

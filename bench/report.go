@@ -115,7 +115,61 @@ type CPURow struct {
 // Met reports whether the CPU use is within the limit.
 func (r CPURow) Met() bool { return r.CPU <= r.Limit }
 
-// Group is one table of the report: Rows, Times, Pauses or CPUs.
+// LatencyRow is the round-trip latency of a query on presenced with a
+// bound on its p99, beside a reference measured in the same run: the
+// comparable command on redis-server, or presenced in another setting.
+type LatencyRow struct {
+	Workload  string
+	Presenced Measurement // P50 and P99; Value is queries/s
+	Reference Measurement // zero when there is none
+	RefName   string      // what the reference ran
+	// The target: presenced's p99 is at most Limit or, when Factor is
+	// positive, at most Factor times the reference's p99.
+	Limit  time.Duration
+	Factor float64
+}
+
+// Bound is the p99 the target allows.
+func (r LatencyRow) Bound() time.Duration {
+	if r.Factor > 0 {
+		return time.Duration(r.Factor * float64(r.Reference.P99))
+	}
+	return r.Limit
+}
+
+// Met reports whether presenced's p99 is within the bound.
+func (r LatencyRow) Met() bool { return r.Presenced.P99 > 0 && r.Presenced.P99 <= r.Bound() }
+
+// target renders the bound as the issue states it.
+func (r LatencyRow) target() string {
+	if r.Factor > 0 {
+		return "p99 ≤ " + trimFloat(r.Factor) + "× reference"
+	}
+	return "p99 ≤ " + formatDuration(r.Limit)
+}
+
+// SizeRow is what presenced keeps on disk for a stretch of snapshots,
+// with a bound, beside what the recipe it replaces, raw bitmaps copied to
+// another store every few minutes, keeps for the same stretch.
+type SizeRow struct {
+	Workload  string
+	Bytes     int64         // presenced's file
+	Snapshots int           // in the file
+	Span      time.Duration // the stretch the snapshots cover
+	Raw       int64         // bytes of one raw bitmap
+	Limit     int64         // the target: Bytes is at most Limit
+}
+
+// Met reports whether the file is within the bound.
+func (r SizeRow) Met() bool { return r.Bytes <= r.Limit }
+
+// rawEvery is what raw bitmaps taken every d over the span take.
+func (r SizeRow) rawEvery(d time.Duration) float64 {
+	return float64(r.Raw) * float64(r.Span/d)
+}
+
+// Group is one table of the report: Rows, Times, Pauses, CPUs, Latencies
+// or Sizes.
 type Group struct {
 	Title      string
 	Note       string // a sentence under the title
@@ -130,6 +184,9 @@ type Group struct {
 	Times   []TimeRow
 	Pauses  []PauseRow
 	CPUs    []CPURow
+	// Latencies and Sizes are the history rows.
+	Latencies []LatencyRow
+	Sizes     []SizeRow
 }
 
 // columns returns the labels of a row's two figures.
@@ -214,6 +271,12 @@ func (g *Group) writeTable(b *bytes.Buffer) {
 	case len(g.CPUs) > 0:
 		g.writeCPUs(b)
 		return
+	case len(g.Latencies) > 0:
+		g.writeLatencies(b)
+		return
+	case len(g.Sizes) > 0:
+		g.writeSizes(b)
+		return
 	}
 	c := g.columns()
 	if g.Throughput {
@@ -288,6 +351,37 @@ func (g *Group) writeCPUs(b *bytes.Buffer) {
 	}
 }
 
+func (g *Group) writeLatencies(b *bytes.Buffer) {
+	b.WriteString("| workload | presenced p50 | presenced p99 | target | met | reference | reference p50 | reference p99 |\n")
+	b.WriteString("|---|--:|--:|---|---|---|--:|--:|\n")
+	for _, r := range g.Latencies {
+		ref, p50, p99 := "–", "–", "–"
+		if r.RefName != "" {
+			ref, p50, p99 = r.RefName, formatDuration(r.Reference.P50), formatDuration(r.Reference.P99)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Workload,
+			formatDuration(r.Presenced.P50), formatDuration(r.Presenced.P99), r.target(), yesNo(r.Met()), ref, p50, p99)
+	}
+}
+
+func (g *Group) writeSizes(b *bytes.Buffer) {
+	b.WriteString("| workload | presenced on disk | per snapshot | target | met | raw bitmap every 5 minutes | raw bitmap every minute |\n")
+	b.WriteString("|---|--:|--:|---|---|--:|--:|\n")
+	for _, r := range g.Sizes {
+		fmt.Fprintf(b, "| %s | %s | %s | ≤ %s | %s | %s | %s |\n", r.Workload, formatSize(float64(r.Bytes)),
+			formatSize(float64(r.Bytes)/float64(max(r.Snapshots, 1))), formatSize(float64(r.Limit)), yesNo(r.Met()),
+			formatSize(r.rawEvery(5*time.Minute)), formatSize(r.rawEvery(time.Minute)))
+	}
+}
+
+// yesNo renders whether a target is met.
+func yesNo(met bool) string {
+	if met {
+		return "yes"
+	}
+	return "no"
+}
+
 // formatCore writes cores as a percentage of one core.
 func formatCore(v float64) string {
 	return strconv.FormatFloat(100*v, 'f', 1, 64) + "% of a core"
@@ -341,6 +435,20 @@ func formatBytes(v float64) string {
 		return fmt.Sprintf("%.1f MiB", v/(1<<20))
 	case math.Abs(v) >= 1<<10:
 		return fmt.Sprintf("%.0f KiB", v/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", v)
+}
+
+// formatSize writes a size on disk in decimal units, as the issue states
+// them (a 12.5 MB bitmap, 2 GB).
+func formatSize(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2f GB", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.1f MB", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1f kB", v/1e3)
 	}
 	return fmt.Sprintf("%.0f B", v)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -65,6 +66,18 @@ type Config struct {
 	// ExpirySpread is the time over which their deadlines are spread
 	// (plus a pause of a third of it between the two halves).
 	ExpiryTTL, ExpirySpread time.Duration
+	// HistoryCounts is the stretch of per-second counts recorded for the
+	// count rows of the history group; HistoryRange, at most that, is the
+	// stretch a BITHISTORY query reads.
+	HistoryCounts, HistoryRange time.Duration
+	// HistoryIDs is the number of ids online (in Space) in each minute
+	// snapshot of the history group, and in the live key of its write
+	// latency rows; HistorySnapshots is the number of minute snapshots.
+	HistoryIDs       uint64
+	HistorySnapshots int
+	// HistoryInterval is presenced's --history-interval in the write
+	// latency rows: how often the live key is snapshot.
+	HistoryInterval time.Duration
 }
 
 // DefaultConfig is the full benchmark of the issue.
@@ -80,6 +93,8 @@ func DefaultConfig() Config {
 		Groups: allGroups,
 		Nodes:  3, FailoverConns: 10, FailoverTrials: 5, RestartTrials: 3,
 		PresenceUsers: 10_000_000, ExpiryIDs: 50_000_000, ExpiryTTL: 90 * time.Second, ExpirySpread: 30 * time.Second,
+		HistoryCounts: 30 * 24 * time.Hour, HistoryRange: 7 * 24 * time.Hour,
+		HistoryIDs: 10_000_000, HistorySnapshots: 1440, HistoryInterval: 5 * time.Second,
 	}
 }
 
@@ -93,6 +108,8 @@ func QuickConfig() Config {
 	c.SettleInterval, c.SettleTimeout = 20*time.Millisecond, 2*time.Second
 	c.FailoverTrials, c.RestartTrials = 2, 1
 	c.PresenceUsers, c.ExpiryIDs, c.ExpiryTTL, c.ExpirySpread = 100_000, 500_000, 8*time.Second, 3*time.Second
+	c.HistoryCounts, c.HistoryRange = 24*time.Hour, 12*time.Hour
+	c.HistoryIDs, c.HistorySnapshots, c.HistoryInterval = 100_000, 10, time.Second
 	return c
 }
 
@@ -117,6 +134,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: presence users and expiry ids must fit the id space; expiry ids must be a multiple of %d", armBatch)
 	case c.ExpiryTTL < time.Second || c.ExpirySpread < time.Second:
 		return errors.New("bench: the expiry TTL and spread must be at least a second")
+	case c.HistoryRange < historyStep || c.HistoryCounts < c.HistoryRange:
+		return fmt.Errorf("bench: the BITHISTORY range must be at least one %v step and within the recorded counts", historyStep)
+	case c.HistoryIDs == 0 || c.HistoryIDs > c.Space/2 || c.Space > 1<<32 || c.HistorySnapshots < 1:
+		return errors.New("bench: history snapshots need ids online, at most half the id space (below 2^32), and at least one snapshot")
+	case c.HistoryInterval < 100*time.Millisecond || c.HistoryInterval%(100*time.Millisecond) != 0:
+		return errors.New("bench: the history interval must be a positive multiple of 100ms")
 	case len(c.Groups) == 0:
 		return errors.New("bench: no row group selected")
 	}
@@ -192,7 +215,10 @@ type workload struct {
 	random   bool // the requests take random ids, uniform in Space...
 	// ...or, when pick is set, from the source it returns for a seed
 	// and a connection.
-	pick   func(seed, stream uint64) idSource
+	pick func(seed, stream uint64) idSource
+	// conns, when not zero, replaces Config.Conns: 1 times one query at
+	// a time.
+	conns  int
 	target Target
 	// labels name the two targets in the log when they are not
 	// presenced and redis-server.
@@ -256,6 +282,7 @@ var groupRunners = map[string]func(*suite) error{
 	groupFailover:   (*suite).failover,
 	groupRestart:    (*suite).restart,
 	groupPresence:   (*suite).presence,
+	groupHistory:    (*suite).history,
 }
 
 // datasets measures the memory of each data set and BITCOUNT on some.
@@ -342,7 +369,7 @@ func (s *suite) throughput(p [2]target, w workload) (Row, error) {
 	for rep := range s.cfg.Reps {
 		for k := range 2 {
 			i := k ^ rep%2
-			spec := loadSpec{req: w.reqs[i], pipeline: w.pipeline, conns: s.cfg.Conns, duration: s.cfg.Duration}
+			spec := loadSpec{req: w.reqs[i], pipeline: w.pipeline, conns: cmp.Or(w.conns, s.cfg.Conns), duration: s.cfg.Duration}
 			if w.random {
 				// Both servers get the same ids in a repetition.
 				seed := s.cfg.Seed + uint64(rep)
