@@ -65,6 +65,18 @@ type Spec struct {
 	ID int
 }
 
+// EachKey calls f with each key argument of a call whose arguments, the
+// name included, are args.
+func (s *Spec) EachKey(args [][]byte, f func(key []byte)) {
+	last := s.LastKey
+	if last < 0 {
+		last += len(args)
+	}
+	for i := s.FirstKey; i > 0 && s.Step > 0 && i <= last && i < len(args); i += s.Step {
+		f(args[i])
+	}
+}
+
 // FullName is "name" for a command and "parent|name" for a subcommand.
 func (s *Spec) FullName() string {
 	if s.Parent != nil {

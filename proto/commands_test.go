@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -408,6 +409,32 @@ func TestFlagNamesInRedisOrder(t *testing.T) {
 		}
 		if got := strings.Join(spec.Flags.Names(), " "); got != tc.want {
 			t.Errorf("%s: flags %q, want %q", tc.cmd, got, tc.want)
+		}
+	}
+}
+
+// TestEachKey checks the keys found at each command's key positions.
+func TestEachKey(t *testing.T) {
+	for _, tc := range []struct {
+		call string
+		want string
+	}{
+		{"getbit k 5", "k"},
+		{"bitopcount and a b c", "a b c"},
+		{"bitop and dest a b", "dest a b"},
+		{"mset a 1 b 2", "a b"},
+		{"ping", ""},
+		{"history purge k", "k"},
+	} {
+		args := bytes.Fields([]byte(tc.call))
+		spec := Lookup(args[0])
+		if sub := spec.Sub(args[min(1, len(args)-1)]); len(spec.Subcommands) > 0 && sub != nil {
+			spec = sub
+		}
+		var got []string
+		spec.EachKey(args, func(key []byte) { got = append(got, string(key)) })
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s: keys %q, want %q", tc.call, got, tc.want)
 		}
 	}
 }

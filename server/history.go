@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/presenced/presenced/history"
 	"github.com/presenced/presenced/proto"
 	"github.com/presenced/presenced/store"
@@ -174,32 +175,24 @@ func validOffset(b []byte) bool {
 // names the range held, for a time outside it) as an ERR.
 func historyError(err error) string { return "ERR " + err.Error() }
 
-// readKeys returns the keys a read-only command reads, by its table entry.
-func readKeys(spec *proto.Spec, args [][]byte) [][]byte {
-	last := spec.LastKey
-	if last < 0 {
-		last += len(args)
-	}
-	var keys [][]byte
-	for i := spec.FirstKey; i > 0 && spec.Step > 0 && i <= last && i < len(args); i += spec.Step {
-		keys = append(keys, args[i])
-	}
-	return keys
-}
-
 // readMaterialized runs a read on a store that holds the bitmaps of the
 // keys it reads as they were at t, so that its reply is the one the
 // command got then.
 func (c *client) readMaterialized(spec *proto.Spec, args [][]byte, t int64) error {
 	past := store.New()
-	for _, key := range readKeys(spec, args) {
-		bm, n, err := c.s.history.BitmapAt(c.db, string(key), t)
+	var err error
+	spec.EachKey(args, func(key []byte) {
 		if err != nil {
-			return err
+			return
 		}
-		if n > 0 || !bm.IsEmpty() {
+		var bm *roaring.Bitmap
+		var n uint64
+		if bm, n, err = c.s.history.BitmapAt(c.db, string(key), t); err == nil && (n > 0 || !bm.IsEmpty()) {
 			past.LoadBitmap(0, string(key), bm, n)
 		}
+	})
+	if err != nil {
+		return err
 	}
 	var r store.Replies
 	past.Read([]store.Command{{DB: 0, Args: args, Spec: spec}}, t, &r)
@@ -211,8 +204,9 @@ func (c *client) readMaterialized(spec *proto.Spec, args [][]byte, t int64) erro
 // source's bitmap at t is written to the destination through the log, as
 // BITRESTORE. A source without a bitmap at t copies nothing (:0).
 func (c *client) copyPast(args [][]byte, t int64) error {
-	db, replace, ok := c.copyOptions(args)
-	if !ok {
+	db, replace, msg := store.CopyOptions(args, c.db)
+	if msg != "" {
+		c.out.Error(msg)
 		return nil
 	}
 	bm, n, err := c.s.history.BitmapAt(c.db, string(args[1]), t)
@@ -244,34 +238,6 @@ func (c *client) copyPast(args [][]byte, t int64) error {
 	}
 	c.out.Raw(r.B)
 	return nil
-}
-
-// copyOptions parses COPY's options as Redis does, replying its error and
-// returning false on a bad one: the destination database and REPLACE.
-func (c *client) copyOptions(args [][]byte) (db int, replace, ok bool) {
-	db = c.db
-	for i := 3; i < len(args); i++ {
-		switch {
-		case strings.EqualFold(string(args[i]), "REPLACE"):
-			replace = true
-		case strings.EqualFold(string(args[i]), "DB") && i+1 < len(args):
-			n, isInt := proto.ParseInt(args[i+1])
-			switch {
-			case !isInt:
-				c.out.Error(proto.ErrNotInteger)
-				return 0, false, false
-			case n < 0 || n >= store.NumDBs:
-				c.out.Error(proto.ErrDBIndex)
-				return 0, false, false
-			}
-			db = int(n)
-			i++
-		default:
-			c.out.Error(proto.ErrSyntax)
-			return 0, false, false
-		}
-	}
-	return db, replace, true
 }
 
 // historyRange is a parsed BITHISTORY request.

@@ -138,37 +138,55 @@ func parseInt32(b []byte) (int64, bool) {
 // parseDB parses a database index, replying to errors as MOVE and COPY
 // do.
 func (c *ctx) parseDB(b []byte) (int, bool) {
+	db, msg := parseDB(b)
+	if msg != "" {
+		c.w.Error(msg)
+		return 0, false
+	}
+	return db, true
+}
+
+// parseDB parses a database index; msg is the error reply, if any.
+func parseDB(b []byte) (db int, msg string) {
 	n, isInt := proto.ParseInt(b)
 	_, ok := parseInt32(b)
 	switch {
 	case !isInt:
-		c.w.Error(proto.ErrNotInteger)
+		return 0, proto.ErrNotInteger
 	case !ok:
-		c.w.Error(errIntRange)
+		return 0, errIntRange
 	case n < 0 || n >= NumDBs:
-		c.w.Error(proto.ErrDBIndex)
-	default:
-		return int(n), true
+		return 0, proto.ErrDBIndex
 	}
-	return 0, false
+	return int(n), ""
 }
 
-func copyCmd(c *ctx, args [][]byte) {
-	dst, replace := c.dbIndex, false
+// CopyOptions parses the options of COPY source destination [DB
+// destination-db] [REPLACE] in args, for a client in database db: the
+// destination database and whether to replace, or Redis's error reply.
+func CopyOptions(args [][]byte, db int) (dst int, replace bool, msg string) {
+	dst = db
 	for i := 3; i < len(args); i++ {
 		switch {
 		case isOption(args[i], "replace"):
 			replace = true
 		case isOption(args[i], "db") && i+1 < len(args):
 			i++
-			var ok bool
-			if dst, ok = c.parseDB(args[i]); !ok {
-				return
+			if dst, msg = parseDB(args[i]); msg != "" {
+				return 0, false, msg
 			}
 		default:
-			c.w.Error(proto.ErrSyntax)
-			return
+			return 0, false, proto.ErrSyntax
 		}
+	}
+	return dst, replace, ""
+}
+
+func copyCmd(c *ctx, args [][]byte) {
+	dst, replace, msg := CopyOptions(args, c.dbIndex)
+	if msg != "" {
+		c.w.Error(msg)
+		return
 	}
 	if dst == c.dbIndex && bytes.Equal(args[1], args[2]) {
 		c.w.Error(proto.ErrSameObject)

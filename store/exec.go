@@ -69,7 +69,7 @@ func (c *ctx) exec(cmd Command) {
 	c.db, c.dbIndex = c.s.mu.dbs[cmd.DB], cmd.DB
 	handlers[spec.ID](c, args)
 	if c.hist != nil && spec.Flags&proto.Write != 0 {
-		c.markArgs(spec.FirstKey, spec.LastKey, spec.Step, args)
+		spec.EachKey(args, func(key []byte) { c.mark(c.dbIndex, key) })
 	}
 }
 

@@ -205,20 +205,6 @@ func (s *Store) markDBLocked(i int) {
 	}
 }
 
-// markArgs marks the keys a write command names at the key positions of
-// its table entry, in the current database.
-func (c *ctx) markArgs(firstKey, lastKey, step int, args [][]byte) {
-	if firstKey <= 0 || step <= 0 {
-		return
-	}
-	if lastKey < 0 {
-		lastKey += len(args)
-	}
-	for i := firstKey; i <= lastKey && i < len(args); i += step {
-		c.mark(c.dbIndex, args[i])
-	}
-}
-
 // recordLocked records every boundary up to now (see the top of this
 // file), expiring what is due at each, and reports the bits that expire
 // to events.
