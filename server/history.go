@@ -250,7 +250,7 @@ type historyRange struct {
 // [AGGREGATE last|min|max|avg], with from and to in unix seconds, "-" the
 // oldest point and "+" the newest. It returns the error reply, if any.
 func parseHistoryRange(args [][]byte, oldest, newest int64) (historyRange, string) {
-	r := historyRange{agg: "last"}
+	r := historyRange{agg: history.AggLast}
 	var ok bool
 	if r.from, ok = rangeEnd(args[2], oldest, newest); !ok {
 		return r, errFromTime
@@ -273,7 +273,7 @@ func parseHistoryRange(args [][]byte, oldest, newest int64) (historyRange, strin
 		case "aggregate":
 			r.agg = strings.ToLower(string(args[i+1]))
 			switch r.agg {
-			case "last", "min", "max", "avg":
+			case history.AggLast, history.AggMin, history.AggMax, history.AggAvg:
 			default:
 				return r, errAggregate
 			}
