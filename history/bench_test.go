@@ -223,3 +223,18 @@ func BenchmarkContainsAt(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkCountRangeAt(b *testing.B) {
+	h, times := sharedChurn(b)
+	h.cache.clear()
+	rng := rand.New(rand.NewSource(4))
+	whole := func(n uint64) (uint64, uint64) { return 0, n * 8 }
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		at := times[rng.Intn(len(times)-1)] + rng.Int63n(minute)
+		if n, err := h.CountRangeAt(0, "online", at, whole); err != nil || n != 10_000_000 {
+			b.Fatal(at, n, err)
+		}
+	}
+}

@@ -192,11 +192,7 @@ func backChain(b *bolt.Bucket, ts int64, limit int) ([]chainLink, error) {
 // file's bytes).
 func rebuild(base *roaring.Bitmap, links []chainLink) (*roaring.Bitmap, error) {
 	if len(links) > 1 || (base != nil && len(links) > 0) {
-		payloads := make([][]byte, len(links))
-		for i, l := range links {
-			payloads[i] = l.s.payload
-		}
-		bm, ok, err := xorChain(base, payloads)
+		bm, ok, err := xorChain(base, payloadsOf(links))
 		if ok || err != nil {
 			return bm, err
 		}

@@ -242,6 +242,7 @@ func checkAt(t *testing.T, h *History, m *model, k testKey, at int64) {
 		t.Fatalf("CountAt(%v, %d) = %d, %v; want %d", k, at, c, err, m.countAt(s, at))
 	}
 	want, wantLen := m.bitmapAt(s, at)
+	checkCountRange(t, h, k, at, want, wantLen)
 	bm, n, err := h.BitmapAt(k.db, k.key, at)
 	if err != nil || !bm.Equals(want) || n != wantLen {
 		t.Fatalf("BitmapAt(%v, %d): %d bits, len %d, %v; want %d bits, len %d", k, at, bm.GetCardinality(), n, err, want.GetCardinality(), wantLen)
@@ -255,6 +256,43 @@ func checkAt(t *testing.T, h *History, m *model, k testKey, at int64) {
 		in, err := h.ContainsAt(k.db, k.key, at, off)
 		if err != nil || in != want.Contains(off) {
 			t.Fatalf("ContainsAt(%v, %d, %d) = %v, %v", k, at, off, in, err)
+		}
+	}
+}
+
+// checkCountRange compares CountRangeAt, for spans of several shapes
+// relative to the snapshot's length, with a count over want's members.
+func checkCountRange(t *testing.T, h *History, k testKey, at int64, want *roaring.Bitmap, wantLen uint64) {
+	t.Helper()
+	spans := []func(n uint64) (uint64, uint64){
+		func(n uint64) (uint64, uint64) { return 0, n * 8 },
+		func(n uint64) (uint64, uint64) { return 5, 5 },
+		func(n uint64) (uint64, uint64) { return 65536*3 + 7, 65536*3 + 70 },     // inside a container
+		func(n uint64) (uint64, uint64) { return 65536*2 + 100, 65536*5 + 3 },    // across containers
+		func(n uint64) (uint64, uint64) { return n * 4, n*8 + 1<<20 },            // past the end
+		func(n uint64) (uint64, uint64) { return 1 << 18, 1<<18 + 1<<17 + 64*3 }, // whole words and blocks
+	}
+	for i, span := range spans {
+		called := false
+		got, err := h.CountRangeAt(k.db, k.key, at, func(n uint64) (uint64, uint64) {
+			if n != wantLen {
+				t.Fatalf("CountRangeAt(%v, %d): span called with length %d, want %d", k, at, n, wantLen)
+			}
+			called = true
+			return span(n)
+		})
+		from, to := span(wantLen)
+		var n uint64
+		for _, x := range want.ToArray() {
+			if uint64(x) >= from && uint64(x) < to {
+				n++
+			}
+		}
+		if wantLen == 0 {
+			n = 0
+		}
+		if err != nil || got != n || called != (wantLen > 0) {
+			t.Fatalf("CountRangeAt(%v, %d) span %d [%d, %d) = %d, %v (span called %v); want %d", k, at, i, from, to, got, err, called, n)
 		}
 	}
 }
@@ -340,6 +378,10 @@ func checkBounds(t *testing.T, h *History, oldest int64) {
 	if _, _, err := h.BitmapAt(0, "a", newest+1); !errors.Is(err, ErrFuture) {
 		t.Fatalf("after newest: %v", err)
 	}
+	whole := func(n uint64) (uint64, uint64) { return 0, n * 8 }
+	if _, err := h.CountRangeAt(0, "a", newest+1, whole); !errors.Is(err, ErrFuture) {
+		t.Fatalf("after newest: %v", err)
+	}
 	if _, err := h.Range(0, "a", oldest-1, newest, 0, ""); !errors.As(err, &re) {
 		t.Fatalf("range before oldest: %v", err)
 	}
@@ -356,8 +398,9 @@ func checkBounds(t *testing.T, h *History, oldest int64) {
 	bm, n, err2 := h.BitmapAt(5, "nokey", newest)
 	in, err3 := h.ContainsAt(5, "nokey", newest, 3)
 	s, err4 := h.Range(5, "nokey", oldest, newest, 0, "")
-	if c != 0 || !bm.IsEmpty() || n != 0 || in || len(s) != 0 || errors.Join(err1, err2, err3, err4) != nil {
-		t.Fatal("unknown key:", c, bm, n, in, s, err1, err2, err3, err4)
+	r, err5 := h.CountRangeAt(5, "nokey", newest, whole)
+	if c != 0 || !bm.IsEmpty() || n != 0 || in || len(s) != 0 || r != 0 || errors.Join(err1, err2, err3, err4, err5) != nil {
+		t.Fatal("unknown key:", c, bm, n, in, s, r, err1, err2, err3, err4, err5)
 	}
 }
 

@@ -55,6 +55,39 @@ func (h *History) ContainsAt(db int, key string, t int64, offset uint32) (bool, 
 	return in, err
 }
 
+// CountRangeAt counts the bits in [from, to) of the key's newest snapshot
+// at or before t, where span gives from and to for the snapshot's logical
+// byte length. Without a snapshot then (or with an empty one of length 0)
+// it is 0 and span is not called. It reads the snapshot chain in place,
+// container by container, without rebuilding the bitmap.
+func (h *History) CountRangeAt(db int, key string, t int64, span func(byteLen uint64) (from, to uint64)) (uint64, error) {
+	if err := h.checkTime(t); err != nil {
+		return 0, err
+	}
+	series := seriesName(db, key)
+	var n uint64
+	err := h.view(func(tx *bolt.Tx) error {
+		links, base, target, ok, err := snapChain(seriesBucket(tx, bucketBitmaps, series), t, h.cachedFn(series))
+		if !ok || err != nil || target.s.byteLen == 0 {
+			return err
+		}
+		from, to := span(target.s.byteLen)
+		switch {
+		case base == nil:
+			n, err = countXor(payloadsOf(links), from, to)
+		case len(links) == 0:
+			n = base.bm.CardinalityInRange(from, to)
+		default:
+			var bm *roaring.Bitmap
+			if bm, err = rebuild(base.copy(), links); err == nil {
+				n = bm.CardinalityInRange(from, to)
+			}
+		}
+		return err
+	})
+	return n, err
+}
+
 // BitmapAt returns the key's newest snapshot at or before t and its logical
 // byte length; an empty bitmap and 0 if none. The caller owns bm.
 func (h *History) BitmapAt(db int, key string, t int64) (bm *roaring.Bitmap, byteLen uint64, err error) {

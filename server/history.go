@@ -151,6 +151,8 @@ func (c *client) readPast(spec *proto.Spec, args [][]byte, at *pastTime) {
 		if n, err = c.s.history.CountAt(c.db, string(args[1]), t); err == nil {
 			c.out.Int(int64(n))
 		}
+	case spec.Name == "bitcount":
+		err = c.countPast(args, t)
 	case spec.Name == "getbit" && validOffset(args[2]):
 		off, _ := proto.ParseInt(args[2])
 		var set bool
@@ -163,6 +165,26 @@ func (c *client) readPast(spec *proto.Spec, args [][]byte, at *pastTime) {
 	if err != nil {
 		c.out.Error(historyError(err))
 	}
+}
+
+// countPast runs BITCOUNT key start end [BYTE | BIT] at t, counting in
+// the snapshot chain without rebuilding the bitmap; the arguments are
+// checked as BITCOUNT checks them, against the key's length at t.
+func (c *client) countPast(args [][]byte, t int64) error {
+	var msg string
+	n, err := c.s.history.CountRangeAt(c.db, string(args[1]), t, func(byteLen uint64) (from, to uint64) {
+		from, to, msg = store.BitcountSpan(args, int64(byteLen))
+		return from, to
+	})
+	switch {
+	case err != nil:
+		return err
+	case msg != "":
+		c.out.Error(msg)
+	default:
+		c.out.Int(int64(n))
+	}
+	return nil
 }
 
 // validOffset reports whether b is a bit offset GETBIT accepts.

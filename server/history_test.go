@@ -75,6 +75,13 @@ var pastReadScript = [][]string{
 	{"BITOPCOUNT", "OR", "a", "b", "missing"},
 	{"BITOPCOUNT", "XOR", "a", "b"},
 	{"GETBIT", "b", "9999"},
+	{"BITCOUNT", "missing", "x", "y"},
+	{"BITCOUNT", "a", "x", "1"},
+	{"BITCOUNT", "a", "0"},
+	{"BITCOUNT", "a", "0", "1", "WORD"},
+	{"BITCOUNT", "a", "-1", "-5", "WORD"},
+	{"BITCOUNT", "a", "-2", "-1", "BIT"},
+	{"BITCOUNT", "a", "1", "1250"},
 }
 
 // historyPhase is a transaction of writes and the counts of key a after it.

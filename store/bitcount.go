@@ -11,49 +11,50 @@ import (
 // errBitArg is BITPOS's reply to a bit argument other than 0 or 1.
 const errBitArg = "ERR The bit argument must be 1 or 0."
 
-// bitcount implements BITCOUNT key [start end [BYTE | BIT]] in Redis
-// 7.0's order of checks: a missing key counts 0 whatever the arguments,
-// and two negative indexes with start > end count 0 before the unit is
-// parsed.
+// bitcount implements BITCOUNT key [start end [BYTE | BIT]]: a missing
+// key counts 0 whatever the arguments (Redis 7.0), else BitcountSpan says
+// what to count.
 func bitcount(c *ctx, args [][]byte) {
 	e := c.get(args[1])
 	if e == nil {
 		c.w.Int(0)
 		return
 	}
-	if len(args) == 2 {
-		c.w.Int(e.v.countBits(0, uint64(e.v.length())*8))
+	from, to, msg := BitcountSpan(args, e.v.length())
+	if msg != "" {
+		c.w.Error(msg)
 		return
+	}
+	c.w.Int(e.v.countBits(from, to))
+}
+
+// BitcountSpan parses BITCOUNT key [start end [BYTE | BIT]] for a string of
+// length bytes, in Redis 7.0's order of checks (two negative indexes with
+// start > end count nothing before the unit is parsed). It returns the
+// bits [from, to) to count (none when from == to) or the error reply.
+func BitcountSpan(args [][]byte, length int64) (from, to uint64, errReply string) {
+	if len(args) == 2 {
+		return 0, uint64(length) * 8, ""
 	}
 	if len(args) != 4 && len(args) != 5 {
-		c.w.Error(proto.ErrSyntax)
-		return
+		return 0, 0, proto.ErrSyntax
 	}
-	start, ok := c.intArg(args[2])
-	if !ok {
-		return
-	}
-	end, ok := c.intArg(args[3])
-	if !ok {
-		return
+	start, ok := proto.ParseInt(args[2])
+	end, ok2 := proto.ParseInt(args[3])
+	if !ok || !ok2 {
+		return 0, 0, proto.ErrNotInteger
 	}
 	if start < 0 && end < 0 && start > end {
-		c.w.Int(0)
-		return
+		return 0, 0, ""
 	}
 	isBit := false
 	if len(args) == 5 {
 		if isBit, ok = parseUnit(args[4]); !ok {
-			c.w.Error(proto.ErrSyntax)
-			return
+			return 0, 0, proto.ErrSyntax
 		}
 	}
-	from, to, ok := bitSpan(start, end, e.v.length(), isBit)
-	if !ok {
-		c.w.Int(0)
-		return
-	}
-	c.w.Int(e.v.countBits(from, to))
+	from, to, _ = bitSpan(start, end, length, isBit)
+	return from, to, ""
 }
 
 // bitpos implements BITPOS key bit [start [end [BYTE | BIT]]] in Redis
