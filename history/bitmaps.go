@@ -8,13 +8,17 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// A snapshot value is a 16-byte header and a roaring bitmap in the portable
-// serialization:
+// A snapshot value is a 16-byte header, the bitmap's container counts and
+// a body, a roaring bitmap in the portable serialization:
 //
 //	[0]     kind: snapFull (the bitmap), snapXor (the XOR against the previous
 //	        snapshot) or snapFullBack (a full that also holds that XOR)
 //	[4:8]   chain position: 0 for a full, else the previous snapshot's + 1
 //	[8:16]  logical byte length of the key's value
+//	[16:20] n, the number of containers of the snapshot's bitmap
+//	[20:20+4n] their keys and cardinalities - 1 (uint16 pairs, little
+//	        endian, as in roaring's descriptive header), so that a count
+//	        over a range reads the chain only for the containers at its ends
 //
 // A snapFullBack's body is the bitmap's length (8 bytes, big endian), the
 // bitmap and the XOR: a snapshot before it can be rebuilt backwards from it,
@@ -26,25 +30,65 @@ const (
 	snapFullBack = 2
 )
 
+// Each snapshot is a bucket of its own in its series' bucket, named by its
+// time, holding the value under snapValueKey. bbolt never splits a leaf of
+// four keys or fewer, so values side by side in one bucket would be written
+// again with each snapshot appended after them: megabytes for a full, with
+// every snapshot.
+var snapValueKey = []byte("v")
+
+// snapValue returns the value of the snapshot named k in the series bucket
+// b, nil if there is none.
+func snapValue(b *bolt.Bucket, k []byte) []byte {
+	if sb := b.Bucket(k); sb != nil {
+		return sb.Get(snapValueKey)
+	}
+	return nil
+}
+
+// putSnap stores v as the snapshot at ts in the series bucket b, replacing
+// the one there.
+func putSnap(b *bolt.Bucket, ts int64, v []byte) error {
+	sb, err := b.CreateBucketIfNotExists(tsKey(ts))
+	if err != nil {
+		return err
+	}
+	return sb.Put(snapValueKey, v)
+}
+
+// snapCount is how many snapshots the series bucket b holds.
+func snapCount(b *bolt.Bucket) int64 {
+	var n int64
+	b.ForEachBucket(func([]byte) error { n++; return nil })
+	return n
+}
+
 // snap is a parsed snapshot value. A snapFullBack parses as a snapFull with
 // back set.
 type snap struct {
 	kind    byte
 	idx     uint32
 	byteLen uint64
+	cards   []byte // the snapshot's container keys and cardinalities - 1
 	payload []byte
 	back    []byte // a full's XOR against the previous snapshot, if stored
 }
 
 func parseSnap(v []byte) (snap, error) {
-	if len(v) < snapHeader || v[0] > snapFullBack {
+	if len(v) < snapHeader+4 || v[0] > snapFullBack {
+		return snap{}, errCorrupt
+	}
+	n := uint64(binary.LittleEndian.Uint32(v[snapHeader:]))
+	body := snapHeader + 4 + 4*n
+	if n > 1<<16 || body > uint64(len(v)) {
 		return snap{}, errCorrupt
 	}
 	s := snap{
 		kind:    v[0],
 		idx:     binary.BigEndian.Uint32(v[4:8]),
 		byteLen: binary.BigEndian.Uint64(v[8:16]),
-		payload: v[snapHeader:],
+		cards:   v[snapHeader+4 : body],
+		payload: v[body:],
 	}
 	if s.kind == snapFullBack {
 		if len(s.payload) < 8 {
@@ -64,36 +108,83 @@ func parseSnap(v []byte) (snap, error) {
 // the chain is shorter than fullEvery, else cur in full (with the XOR when
 // it is smaller). It returns the value and its chain position.
 func encodeSnap(prev *roaring.Bitmap, prevIdx uint32, cur *roaring.Bitmap, byteLen uint64, fullEvery int) ([]byte, uint32) {
-	cur.RunOptimize()
+	cards := containerCards(cur)
 	var d *roaring.Bitmap
 	if prev != nil {
 		d = roaring.Xor(prev, cur)
 		d.RunOptimize()
-		if d.GetSerializedSizeInBytes() >= cur.GetSerializedSizeInBytes() {
+		if !smaller(d, cur) {
 			d = nil
 		}
 	}
+	if d == nil || int(prevIdx)+1 >= fullEvery {
+		cur.RunOptimize() // written in full
+	}
 	switch {
 	case d != nil && int(prevIdx)+1 < fullEvery:
-		return encodeValue(snapXor, prevIdx+1, byteLen, d, nil), prevIdx + 1
+		return encodeValue(snapXor, prevIdx+1, byteLen, cards, d, nil), prevIdx + 1
 	case d != nil:
-		return encodeValue(snapFullBack, 0, byteLen, cur, d), 0
+		return encodeValue(snapFullBack, 0, byteLen, cards, cur, d), 0
 	}
-	return encodeValue(snapFull, 0, byteLen, cur, nil), 0
+	return encodeValue(snapFull, 0, byteLen, cards, cur, nil), 0
+}
+
+// smaller reports whether d serializes smaller than cur. cur is
+// run-optimized for the comparison (a pass over every container) only when
+// d is at least a quarter of cur's size as it is; so a cur that runs would
+// shrink more than four times may be written as a larger XOR.
+func smaller(d, cur *roaring.Bitmap) bool {
+	size := d.GetSerializedSizeInBytes()
+	if 4*size >= cur.GetSerializedSizeInBytes() {
+		cur.RunOptimize()
+	}
+	return size < cur.GetSerializedSizeInBytes()
+}
+
+// containerCards returns the keys and cardinalities - 1 of bm's
+// containers, as a snapshot value holds them.
+func containerCards(bm *roaring.Bitmap) []byte {
+	var out []byte
+	it := bm.Iterator()
+	for it.HasNext() {
+		// The next container, and those right after it: an iterator only
+		// to skip a gap.
+		key := uint64(it.PeekNext() >> 16)
+		for ; key <= 0xFFFF; key++ {
+			n := bm.CardinalityInRange(key<<16, (key+1)<<16)
+			if n == 0 {
+				break
+			}
+			out = binary.LittleEndian.AppendUint16(out, uint16(key))
+			out = binary.LittleEndian.AppendUint16(out, uint16(n-1))
+		}
+		if key > 0xFFFF {
+			break
+		}
+		it.AdvanceIfNeeded(uint32(key << 16))
+	}
+	return out
+}
+
+// valueHeader returns the header and container counts of a snapshot value,
+// with room for size bytes of body.
+func valueHeader(kind byte, idx uint32, byteLen uint64, cards []byte, size int) []byte {
+	b := make([]byte, snapHeader+4, snapHeader+4+len(cards)+size)
+	b[0] = kind
+	binary.BigEndian.PutUint32(b[4:8], idx)
+	binary.BigEndian.PutUint64(b[8:16], byteLen)
+	binary.LittleEndian.PutUint32(b[snapHeader:], uint32(len(cards)/4))
+	return append(b, cards...)
 }
 
 // encodeValue encodes a snapshot value: body, and for a snapFullBack the
 // XOR back.
-func encodeValue(kind byte, idx uint32, byteLen uint64, body, back *roaring.Bitmap) []byte {
-	size := snapHeader + int(body.GetSerializedSizeInBytes())
+func encodeValue(kind byte, idx uint32, byteLen uint64, cards []byte, body, back *roaring.Bitmap) []byte {
+	size := int(body.GetSerializedSizeInBytes())
 	if back != nil {
 		size += 8 + int(back.GetSerializedSizeInBytes())
 	}
-	buf := bytes.NewBuffer(make([]byte, snapHeader, size))
-	b := buf.Bytes()
-	b[0] = kind
-	binary.BigEndian.PutUint32(b[4:8], idx)
-	binary.BigEndian.PutUint64(b[8:16], byteLen)
+	buf := bytes.NewBuffer(valueHeader(kind, idx, byteLen, cards, size))
 	if back != nil {
 		buf.Write(binary.BigEndian.AppendUint64(nil, body.GetSerializedSizeInBytes()))
 	}
@@ -111,10 +202,7 @@ func encodeValue(kind byte, idx uint32, byteLen uint64, body, back *roaring.Bitm
 // plainFull returns a full's value without its XOR against the previous
 // snapshot, for when that snapshot is dropped.
 func plainFull(s snap) []byte {
-	v := make([]byte, snapHeader, snapHeader+len(s.payload))
-	v[0] = snapFull
-	binary.BigEndian.PutUint64(v[8:16], s.byteLen)
-	return append(v, s.payload...)
+	return append(valueHeader(snapFull, 0, s.byteLen, s.cards, len(s.payload)), s.payload...)
 }
 
 // chainLink is one snapshot of a chain being reconstructed.
@@ -134,22 +222,22 @@ func snapChain(b *bolt.Bucket, t int64, cached func(ts int64) *cachedBitmap) (li
 		return nil, nil, target, false, nil
 	}
 	c := b.Cursor()
-	k, v := seekLE(c, t)
+	k, _ := seekLE(c, t)
 	if k == nil {
 		return nil, nil, target, false, nil
 	}
-	if target.s, err = parseSnap(v); err != nil {
+	if target.s, err = parseSnap(snapValue(b, k)); err != nil {
 		return nil, nil, target, false, err
 	}
 	target.ts = keyTs(k)
-	for ; k != nil; k, v = c.Prev() {
+	for ; k != nil; k, _ = c.Prev() {
 		ts := keyTs(k)
 		if cached != nil {
 			if cb := cached(ts); cb != nil {
 				return links, cb, target, true, nil
 			}
 		}
-		s, err := parseSnap(v)
+		s, err := parseSnap(snapValue(b, k))
 		if err != nil {
 			return nil, nil, target, false, err
 		}
@@ -171,8 +259,8 @@ func backChain(b *bolt.Bucket, ts int64, limit int) ([]chainLink, error) {
 	c := b.Cursor()
 	c.Seek(tsKey(ts))
 	var links []chainLink
-	for k, v := c.Next(); k != nil && len(links)+2 < limit; k, v = c.Next() {
-		s, err := parseSnap(v)
+	for k, _ := c.Next(); k != nil && len(links)+2 < limit; k, _ = c.Next() {
+		s, err := parseSnap(snapValue(b, k))
 		if err != nil {
 			return nil, err
 		}
@@ -213,6 +301,52 @@ func rebuild(base *roaring.Bitmap, links []chainLink) (*roaring.Bitmap, error) {
 		bm = roaring.New()
 	}
 	return bm, nil
+}
+
+// countCards counts the integers in [from, to) of a snapshot from its
+// container counts: a container inside the range counts its cardinality;
+// the (at most two) containers it cuts are rebuilt from the snapshot's
+// chain, links, one container of each.
+func countCards(cards []byte, links []chainLink, from, to uint64) (uint64, error) {
+	var n uint64
+	var block [containerWords]uint64
+	for i := 0; i+4 <= len(cards); i += 4 {
+		key := binary.LittleEndian.Uint16(cards[i:])
+		start := uint64(key) << 16
+		end := start + 1<<16
+		switch {
+		case end <= from || start >= to:
+		case from <= start && end <= to:
+			n += uint64(binary.LittleEndian.Uint16(cards[i+2:])) + 1
+		default:
+			clear(block[:])
+			if err := xorContainers(block[:], links, key); err != nil {
+				return 0, err
+			}
+			n += countRange(block[:], int(max(from, start)-start), int(min(to, end)-start))
+		}
+	}
+	return n, nil
+}
+
+// xorContainers XORs into w the container with key hi of each link.
+func xorContainers(w []uint64, links []chainLink, hi uint16) error {
+	for _, l := range links {
+		s, err := parseSerialized(l.s.payload)
+		if err != nil {
+			return err
+		}
+		i, found := s.find(hi)
+		if !found {
+			continue
+		}
+		c, err := s.container(i)
+		if err != nil {
+			return err
+		}
+		xorInto(w, c, s.isRun(i), s.card(i))
+	}
+	return nil
 }
 
 // materialize rebuilds the newest snapshot at or before t without a cache.

@@ -136,7 +136,7 @@ func (w *writer) compactSnaps(b *bolt.Bucket, st *batchStats) error {
 		return nil
 	}
 	var times []int64
-	b.ForEach(func(k, _ []byte) error { times = append(times, keyTs(k)); return nil })
+	b.ForEachBucket(func(k []byte) error { times = append(times, keyTs(k)); return nil })
 	var drop []int64
 	puts := map[int64][]byte{}
 	newIdx := map[int64]uint32{} // chain positions changed by re-encoding
@@ -164,12 +164,12 @@ func (w *writer) compactSnaps(b *bolt.Bucket, st *batchStats) error {
 		i = j
 	}
 	for _, ts := range drop {
-		if err := b.Delete(tsKey(ts)); err != nil {
+		if err := b.DeleteBucket(tsKey(ts)); err != nil {
 			return err
 		}
 	}
 	for ts, v := range puts {
-		if err := b.Put(tsKey(ts), v); err != nil {
+		if err := putSnap(b, ts, v); err != nil {
 			return err
 		}
 	}
@@ -187,7 +187,7 @@ func nextTime(times []int64, i int) int64 {
 // reencode returns the snapshot at keptTs encoded against the one at prevTs
 // (-1: none), or nil if it is a full that can stay as it is.
 func (w *writer) reencode(b *bolt.Bucket, prevTs int64, newIdx map[int64]uint32, keptTs int64) ([]byte, uint32, error) {
-	s, err := parseSnap(b.Get(tsKey(keptTs)))
+	s, err := parseSnap(snapValue(b, tsKey(keptTs)))
 	switch {
 	case err != nil || s.kind == snapFull && s.back == nil:
 		return nil, 0, err

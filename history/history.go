@@ -35,7 +35,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-const formatVersion = 1
+// formatVersion is the layout of the file this package writes and reads:
+// since version 2 each snapshot is a bucket of its own (see snapValueKey).
+const formatVersion = 2
 
 var (
 	bucketMeta    = []byte("meta")
@@ -161,7 +163,7 @@ func openDB(cfg Config) (db *bolt.DB, err error) {
 			return initBuckets(tx)
 		}
 		if v := meta.Get(metaVersion); len(v) != 8 || getU64(v) != formatVersion {
-			return errors.New("unknown history format version")
+			return fmt.Errorf("history format version %d, this build reads version %d only", getU64(v), formatVersion)
 		}
 		for _, name := range [][]byte{bucketCounts, bucketBitmaps, bucketPurged} {
 			if tx.Bucket(name) == nil {

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"encoding/binary"
 	"errors"
 	"math/rand"
 	"sort"
@@ -516,4 +517,28 @@ func mustRange(t *testing.T, h *History, from, to int64) []Sample {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestContainerCards checks a snapshot's container counts against a count
+// of each container's members, up to the last container of the 32-bit space.
+func TestContainerCards(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	bm := roaring.New()
+	bm.AddMany(denseIDs(rng))
+	bm.AddRange(1<<20, 1<<20+70000)
+	bm.AddMany([]uint32{1, 70000, 1<<32 - 300, 1<<32 - 1})
+	want := map[uint16]int{}
+	for _, x := range bm.ToArray() {
+		want[uint16(x>>16)]++
+	}
+	cards := containerCards(bm)
+	if len(cards) != 4*len(want) {
+		t.Fatalf("%d containers listed, want %d", len(cards)/4, len(want))
+	}
+	for i := 0; i < len(cards); i += 4 {
+		key, card := binary.LittleEndian.Uint16(cards[i:]), int(binary.LittleEndian.Uint16(cards[i+2:]))+1
+		if want[key] != card || (i > 0 && key <= binary.LittleEndian.Uint16(cards[i-4:])) {
+			t.Fatalf("container %d: key %d card %d, want %d (ascending keys)", i/4, key, card, want[key])
+		}
+	}
 }

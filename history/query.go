@@ -58,8 +58,8 @@ func (h *History) ContainsAt(db int, key string, t int64, offset uint32) (bool, 
 // CountRangeAt counts the bits in [from, to) of the key's newest snapshot
 // at or before t, where span gives from and to for the snapshot's logical
 // byte length. Without a snapshot then (or with an empty one of length 0)
-// it is 0 and span is not called. It reads the snapshot chain in place,
-// container by container, without rebuilding the bitmap.
+// it is 0 and span is not called. It adds up the snapshot's container
+// counts and rebuilds only the containers at the ends of the range.
 func (h *History) CountRangeAt(db int, key string, t int64, span func(byteLen uint64) (from, to uint64)) (uint64, error) {
 	if err := h.checkTime(t); err != nil {
 		return 0, err
@@ -74,7 +74,7 @@ func (h *History) CountRangeAt(db int, key string, t int64, span func(byteLen ui
 		from, to := span(target.s.byteLen)
 		switch {
 		case base == nil:
-			n, err = countXor(payloadsOf(links), from, to)
+			n, err = countCards(target.s.cards, links, from, to)
 		case len(links) == 0:
 			n = base.bm.CardinalityInRange(from, to)
 		default:
@@ -211,13 +211,13 @@ func (h *History) Info(db int, key string) (Info, error) {
 			}
 		}
 		if b := seriesBucket(tx, bucketBitmaps, series); b != nil {
-			return b.ForEach(func(k, v []byte) error {
+			return b.ForEachBucket(func(k []byte) error {
 				if info.Snapshots == 0 {
 					info.OldestSnapshot = keyTs(k)
 				}
 				info.NewestSnapshot = keyTs(k)
 				info.Snapshots++
-				info.Bytes += int64(len(k) + len(v))
+				info.Bytes += int64(len(k) + len(snapValue(b, k)))
 				return nil
 			})
 		}

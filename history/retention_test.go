@@ -128,7 +128,7 @@ func snapTimes(t *testing.T, h *History, k testKey) []int64 {
 		if b == nil {
 			return nil
 		}
-		return b.ForEach(func(key, _ []byte) error { out = append(out, keyTs(key)); return nil })
+		return b.ForEachBucket(func(key []byte) error { out = append(out, keyTs(key)); return nil })
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -182,6 +182,10 @@ func containerContains(c []byte, run bool, card int, lo uint16) bool {
 	return l < card && binary.LittleEndian.Uint16(c[2*l:]) == lo
 }
 
+// littleEndian is true on machines that store a uint64 as the portable
+// format does.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
 // xorInto XORs container c into the 1024 words w.
 func xorInto(w []uint64, c []byte, run bool, card int) {
 	block := (*[containerWords]uint64)(w)
@@ -190,6 +194,13 @@ func xorInto(w []uint64, c []byte, run bool, card int) {
 		for r, n := 0, int(binary.LittleEndian.Uint16(c)); r < n; r++ {
 			start := int(binary.LittleEndian.Uint16(c[2+4*r:]))
 			flipRange(w, start, start+int(binary.LittleEndian.Uint16(c[4+4*r:])))
+		}
+	case card > arrayMaxSize && littleEndian:
+		// The container's words, read in place: the portable format stores
+		// them as this machine does (loads of plain data need no alignment).
+		src := (*[containerWords]uint64)(unsafe.Pointer(unsafe.SliceData(c)))
+		for i := range block {
+			block[i] ^= src[i]
 		}
 	case card > arrayMaxSize:
 		for i := range block {
@@ -232,33 +243,38 @@ func payloadsOf(links []chainLink) [][]byte {
 	return payloads
 }
 
-// parseAll parses the serialized bitmaps in payloads and returns them with
-// the greatest container key any holds (-1 if all are empty).
-func parseAll(payloads [][]byte) ([]serialized, int, error) {
-	ser := make([]serialized, len(payloads))
-	maxKey := -1
-	for i, p := range payloads {
-		var err error
-		if ser[i], err = parseSerialized(p); err != nil {
-			return nil, 0, err
-		}
-		if n := ser[i].size; n > 0 {
-			maxKey = max(maxKey, int(ser[i].key(n-1)))
-		}
+// countRange counts the set bits in [a, b) of w, a < b.
+func countRange(w []uint64, a, b int) uint64 {
+	first, last := a/64, (b-1)/64
+	head, tail := ^uint64(0)<<(a%64), ^uint64(0)>>(63-(b-1)%64)
+	if first == last {
+		return uint64(bits.OnesCount64(w[first] & head & tail))
 	}
-	return ser, maxKey, nil
+	n := bits.OnesCount64(w[first]&head) + bits.OnesCount64(w[last]&tail)
+	for _, x := range w[first+1 : last] {
+		n += bits.OnesCount64(x)
+	}
+	return uint64(n)
 }
 
 // xorChain returns base (may be nil) XOR every serialized bitmap in
 // payloads, or ok false if the dense buffer it needs would exceed
-// maxDenseBytes.
+// maxDenseBytes. The container keys are split in one range per CPU, XORed
+// in parallel; each range is walked container key by container key, so
+// each 8 KB block is touched while it is in cache.
 func xorChain(base *roaring.Bitmap, payloads [][]byte) (bm *roaring.Bitmap, ok bool, err error) {
-	ser, maxKey, err := parseAll(payloads)
-	if err != nil {
-		return nil, false, err
-	}
+	ser := make([]serialized, len(payloads))
+	maxKey := -1
 	if base != nil && !base.IsEmpty() {
-		maxKey = max(maxKey, int(base.Maximum()>>16))
+		maxKey = int(base.Maximum() >> 16)
+	}
+	for i, p := range payloads {
+		if ser[i], err = parseSerialized(p); err != nil {
+			return nil, false, err
+		}
+		if n := ser[i].size; n > 0 {
+			maxKey = max(maxKey, int(ser[i].key(n-1)))
+		}
 	}
 	words := (maxKey + 1) * containerWords
 	if words*8 > maxDenseBytes {
@@ -268,125 +284,33 @@ func xorChain(base *roaring.Bitmap, payloads [][]byte) (bm *roaring.Bitmap, ok b
 	if base != nil {
 		copy(dense, base.ToDense())
 	}
-	block := func(_, key int) []uint64 { return dense[key*containerWords : (key+1)*containerWords] }
-	if err := xorByKey(ser, 0, maxKey+1, block, nil); err != nil {
-		return nil, false, err
-	}
-	return roaring.FromDense(dense, false), true, nil
-}
-
-// countXor counts the integers in [from, to) of the XOR of the serialized
-// bitmaps in payloads, container by container in a block per CPU, without
-// rebuilding the XOR.
-func countXor(payloads [][]byte, from, to uint64) (uint64, error) {
-	ser, maxKey, err := parseAll(payloads)
-	if err != nil || from >= to || maxKey < 0 {
-		return 0, err
-	}
-	lo, hi := int(min(from>>16, 1<<16)), int(min((to-1)>>16, uint64(maxKey))+1)
-	if lo >= hi {
-		return 0, nil
-	}
-	parts := keyParts(lo, hi)
-	blocks := make([]uint64, parts*containerWords)
-	counts := make([]uint64, parts)
-	block := func(part, _ int) []uint64 {
-		b := blocks[part*containerWords : (part+1)*containerWords]
-		clear(b)
-		return b
-	}
-	done := func(part, key int) {
-		base := uint64(key) << 16
-		a, b := max(from, base)-base, min(to, base+1<<16)-base
-		counts[part] += countRange(blocks[part*containerWords:(part+1)*containerWords], int(a), int(b))
-	}
-	if err := xorByKey(ser, lo, hi, block, done); err != nil {
-		return 0, err
-	}
-	var n uint64
-	for _, c := range counts {
-		n += c
-	}
-	return n, nil
-}
-
-// countRange counts the set bits in [a, b) of w.
-func countRange(w []uint64, a, b int) uint64 {
-	var n int
-	for a < b {
-		word, bit := a/64, uint(a%64)
-		k := min(64-int(bit), b-a)
-		mask := ^uint64(0)
-		if k < 64 {
-			mask = (1<<uint(k) - 1) << bit
-		}
-		n += bits.OnesCount64(w[word] & mask)
-		a += k
-	}
-	return uint64(n)
-}
-
-// keyParts is how many ranges the container keys [lo, hi) are split in for
-// xorByKey: one per CPU, of at least 64 keys.
-func keyParts(lo, hi int) int {
-	return max(1, min(runtime.GOMAXPROCS(0), (hi-lo+63)/64))
-}
-
-// xorByKey XORs the containers of ser with keys in [lo, hi) key by key,
-// so that each 8 KB block is touched while it is in cache: the keys are
-// split in keyParts ranges, walked in parallel; for each key some bitmap
-// holds, the containers with that key are XORed into block(part, key) and
-// then done(part, key) is called (done may be nil). part is the index of
-// the range, so that the callbacks can keep state per goroutine.
-func xorByKey(ser []serialized, lo, hi int, block func(part, key int) []uint64, done func(part, key int)) error {
-	parts := keyParts(lo, hi)
+	parts := max(1, min(runtime.GOMAXPROCS(0), (maxKey+1+63)/64))
 	consumed := make([][]int, parts)
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
 	for p := range parts {
-		plo, phi := lo+p*(hi-lo)/parts, lo+(p+1)*(hi-lo)/parts
-		wg.Go(func() {
-			consumed[p], errs[p] = xorKeys(ser, plo, phi,
-				func(key int) []uint64 { return block(p, key) },
-				func(key int) {
-					if done != nil {
-						done(p, key)
-					}
-				})
-		})
+		lo, hi := p*(maxKey+1)/parts, (p+1)*(maxKey+1)/parts
+		wg.Go(func() { consumed[p], errs[p] = xorKeys(dense, ser, lo, hi) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return nil, false, err
 	}
 	for i := range ser {
 		n := 0
 		for p := range parts {
 			n += consumed[p][i]
 		}
-		if n != ser[i].inRange(lo, hi) {
-			return errCorrupt // keys out of order
+		if n != ser[i].size {
+			return nil, false, errCorrupt // keys out of order
 		}
 	}
-	return nil
+	return roaring.FromDense(dense, false), true, nil
 }
 
-// inRange is how many containers of s have keys in [lo, hi).
-func (s *serialized) inRange(lo, hi int) int {
-	first, last := s.size, s.size
-	if lo <= 0xFFFF {
-		first, _ = s.find(uint16(lo))
-	}
-	if hi <= 0xFFFF {
-		last, _ = s.find(uint16(hi))
-	}
-	return last - first
-}
-
-// xorKeys XORs, key by key in [lo, hi), the containers of ser with that key
-// into block(key) and calls done(key) after them; keys no bitmap holds are
-// skipped. It returns how many containers of each it XORed.
-func xorKeys(ser []serialized, lo, hi int, block func(key int) []uint64, done func(key int)) ([]int, error) {
+// xorKeys XORs into dense the containers of ser with keys in [lo, hi), and
+// returns how many containers of each it XORed.
+func xorKeys(dense []uint64, ser []serialized, lo, hi int) ([]int, error) {
 	// next container index and its start offset, per payload
 	idx, start, first := make([]int, len(ser)), make([]int, len(ser)), make([]int, len(ser))
 	for i := range ser {
@@ -401,7 +325,7 @@ func xorKeys(ser []serialized, lo, hi int, block func(key int) []uint64, done fu
 		}
 	}
 	for key := lo; key < hi; key++ {
-		var w []uint64
+		w := dense[key*containerWords : (key+1)*containerWords]
 		for i := range ser {
 			s := &ser[i]
 			if idx[i] >= s.size || int(s.key(idx[i])) != key {
@@ -411,15 +335,9 @@ func xorKeys(ser []serialized, lo, hi int, block func(key int) []uint64, done fu
 			if err != nil {
 				return nil, err
 			}
-			if w == nil {
-				w = block(key)
-			}
 			xorInto(w, c, s.isRun(idx[i]), s.card(idx[i]))
 			start[i] += len(c)
 			idx[i]++
-		}
-		if w != nil {
-			done(key)
 		}
 	}
 	for i := range idx {

@@ -257,7 +257,7 @@ func (w *writer) recordBitmap(tx *bolt.Tx, s *seriesState, o *op, st *batchStats
 		return nil // replayed
 	}
 	v, idx := encodeSnap(s.snap, s.snapIdx, o.bm, o.byteLen, w.h.cfg.FullEvery)
-	if err := b.Put(tsKey(o.ts), v); err != nil {
+	if err := putSnap(b, o.ts, v); err != nil {
 		return err
 	}
 	s.snap, s.snapIdx, s.snapTs = o.bm, idx, o.ts
@@ -282,7 +282,7 @@ func (w *writer) purge(tx *bolt.Tx, o *op, st *batchStats) error {
 		}
 	}
 	if b := tx.Bucket(bucketBitmaps).Bucket(name); b != nil {
-		st.snaps -= int64(b.Stats().KeyN)
+		st.snaps -= snapCount(b)
 		if err := tx.Bucket(bucketBitmaps).DeleteBucket(name); err != nil {
 			return err
 		}
