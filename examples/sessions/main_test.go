@@ -14,7 +14,9 @@ func TestBothWaysAgree(t *testing.T) {
 	rdb := servertest.Client(t)
 	s := &Sessions{rdb: rdb, ttl: 1 * time.Second}
 	online := map[int64]bool{}
+	sent := map[int64]time.Time{} // when each login was sent
 	for id := int64(0); id < 500; id += 3 {
+		sent[id] = time.Now()
 		if err := s.Login(ctx, id, "user"); err != nil {
 			t.Fatal(err)
 		}
@@ -51,8 +53,15 @@ func TestBothWaysAgree(t *testing.T) {
 	check(want)
 
 	// Users who stay active keep both their key and their bit; the others
-	// lose both one TTL after their last activity.
+	// lose both one TTL after their last activity, their login: not before
+	// a TTL after the last of those logins was sent.
 	active := want[:10]
+	var lastLogin time.Time
+	for _, id := range want[len(active):] {
+		if sent[id].After(lastLogin) {
+			lastLogin = sent[id]
+		}
+	}
 	start := time.Now()
 	for {
 		for _, id := range active {
@@ -72,8 +81,8 @@ func TestBothWaysAgree(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // activity interval of the active users
 	}
-	if time.Since(start) < s.ttl {
-		t.Fatalf("inactive users went offline after %v, before their %v TTL", time.Since(start), s.ttl)
+	if time.Since(lastLogin) < s.ttl {
+		t.Fatalf("inactive users went offline %v after the last of their logins was sent, before their %v TTL", time.Since(lastLogin), s.ttl)
 	}
 	check(active)
 }
