@@ -1,85 +1,45 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/presenced/presenced/internal/proctest"
 )
 
 // A node is a server process that the benchmark stops (cleanly or with
 // SIGKILL) and starts again on the same ports and data directory: a
 // presenced cluster node, or a redis-server restarting from its AOF.
 type node struct {
-	name   string   // for messages: "n1", "redis-server"
-	bin    string   // program
-	args   []string // its command line after the program...
-	extra  []string // ...followed by these, which may change between starts
-	addr   string   // client address, 127.0.0.1:port
-	dir    string   // data directory, kept across restarts
-	cmd    *exec.Cmd
-	done   chan struct{} // closed when the current process has exited
-	output syncBuffer    // the current process's stdout and stderr
-}
-
-// syncBuffer is a buffer that a process writes while others read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// reset empties the buffer.
-func (b *syncBuffer) reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Reset()
-}
-
-// String returns the buffer's contents.
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	name  string   // for messages: "n1", "redis-server"
+	bin   string   // program
+	args  []string // its command line after the program...
+	extra []string // ...followed by these, which may change between starts
+	addr  string   // client address, 127.0.0.1:port
+	dir   string   // data directory, kept across restarts
+	proc  *proctest.Process
 }
 
 // startTimeout bounds the wait for a started server to answer PING.
 const startTimeout = 30 * time.Second
 
-// freeLoopbackPort asks the kernel for a free port on 127.0.0.1. Another
-// process may take it before the server binds it; start then fails.
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // newPresencedNode describes presenced node id on fresh loopback ports
 // with data directory dir; join, when not empty, is the client address of
 // a member to join. extra are more flags (persistence mode).
 func newPresencedNode(bin, id, dir, join string, extra ...string) (*node, error) {
-	port, err := freeLoopbackPort()
+	port, err := proctest.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	raftPort, err := freeLoopbackPort()
+	raftPort, err := proctest.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +54,7 @@ func newPresencedNode(bin, id, dir, join string, extra ...string) (*node, error)
 // newRedisNode describes redis-server on a fresh loopback port with data
 // directory dir; extra are more configuration arguments.
 func newRedisNode(dir string, extra ...string) (*node, error) {
-	port, err := freeLoopbackPort()
+	port, err := proctest.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -105,20 +65,13 @@ func newRedisNode(dir string, extra ...string) (*node, error) {
 // launch starts the process and returns at once, with the time it was
 // started.
 func (n *node) launch() (time.Time, error) {
-	n.output.reset()
-	n.cmd = exec.Command(n.bin, append(slices.Clone(n.args), n.extra...)...)
-	n.cmd.Stdout, n.cmd.Stderr = &n.output, &n.output
-	setParentDeathSignal(n.cmd)
+	cmd := exec.Command(n.bin, append(slices.Clone(n.args), n.extra...)...)
 	start := time.Now()
-	if err := n.cmd.Start(); err != nil {
+	p, err := proctest.Start(cmd)
+	if err != nil {
 		return start, fmt.Errorf("%s: %w", n.name, err)
 	}
-	done := make(chan struct{})
-	n.done = done
-	go func() {
-		_ = n.cmd.Wait()
-		close(done)
-	}()
+	n.proc = p
 	return start, nil
 }
 
@@ -133,58 +86,47 @@ func (n *node) start() error {
 // waitReady polls with PING until PONG, the process exits or startTimeout
 // passes.
 func (n *node) waitReady() error {
-	_, err := n.poll(startTimeout, func(c *client) bool {
-		v, err := c.do(time.Second, "PING")
-		return err == nil && v == "PONG"
-	})
-	return err
+	if err := n.proc.WaitPING(n.addr, startTimeout); err != nil {
+		return fmt.Errorf("%s: %w", n.name, err)
+	}
+	return nil
 }
 
 // poll calls ok on a connection to the node, reconnecting after errors,
 // every millisecond or so until it returns true, the process exits or
 // timeout passes, and returns when it first returned true.
 func (n *node) poll(timeout time.Duration, ok func(c *client) bool) (time.Time, error) {
-	deadline := time.Now().Add(timeout)
 	var c *client
 	defer func() {
 		if c != nil {
 			c.close()
 		}
 	}()
-	for time.Now().Before(deadline) {
-		select {
-		case <-n.done:
-			return time.Time{}, fmt.Errorf("%s exited: %s", n.name, n.tail())
-		default:
-		}
+	var at time.Time
+	err := n.proc.Poll(timeout, func() bool {
 		if c == nil {
 			c, _ = dial(n.addr, time.Second)
 		}
-		if c != nil {
-			if ok(c) {
-				return time.Now(), nil
-			}
-			// A failed request may leave a reply unread: start afresh.
-			c.close()
-			c = nil
+		if c == nil {
+			return false
 		}
-		time.Sleep(time.Millisecond)
+		if ok(c) {
+			at = time.Now()
+			return true
+		}
+		// A failed request may leave a reply unread: start afresh.
+		c.close()
+		c = nil
+		return false
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", n.name, err)
 	}
-	return time.Time{}, fmt.Errorf("%s: not ready after %v: %s", n.name, timeout, n.tail())
+	return at, nil
 }
 
 // running reports whether the process is alive.
-func (n *node) running() bool {
-	if n.cmd == nil {
-		return false
-	}
-	select {
-	case <-n.done:
-		return false
-	default:
-		return true
-	}
-}
+func (n *node) running() bool { return n.proc != nil && !n.proc.Exited() }
 
 // stop sends sig and waits for the process to exit; a process that
 // ignores SIGTERM for a minute is killed.
@@ -192,33 +134,17 @@ func (n *node) stop(sig syscall.Signal) error {
 	if !n.running() {
 		return nil
 	}
-	if err := n.cmd.Process.Signal(sig); err != nil {
-		return err
+	if err := n.proc.Stop(sig, time.Minute); err != nil {
+		return fmt.Errorf("%s: %w", n.name, err)
 	}
-	select {
-	case <-n.done:
-		return nil
-	case <-time.After(time.Minute):
-		_ = n.cmd.Process.Kill()
-		<-n.done
-		return fmt.Errorf("%s did not exit within a minute of %v", n.name, sig)
-	}
-}
-
-// tail returns the end of what the process wrote, for error messages.
-func (n *node) tail() string {
-	s := strings.TrimSpace(n.output.String())
-	if len(s) > 2000 {
-		s = "..." + s[len(s)-2000:]
-	}
-	return s
+	return nil
 }
 
 // Addr is the node's client address.
 func (n *node) Addr() string { return n.addr }
 
 // Pid is the node's current process id.
-func (n *node) Pid() int { return n.cmd.Process.Pid }
+func (n *node) Pid() int { return n.proc.Pid() }
 
 // Close kills the process if it runs. The data directory stays: its
 // owner removes it.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/presenced/presenced/internal/proctest"
 	"github.com/presenced/presenced/server/redisserver"
 )
 
@@ -28,7 +29,7 @@ func startRedis(args ...string) (server, error) {
 // port, with its raft listener on another, a fresh data directory and
 // args, and returns once it answers PING.
 func startPresenced(path string, args ...string) (server, error) {
-	raftPort, err := freeLoopbackPort()
+	raftPort, err := proctest.FreePort()
 	if err != nil {
 		return nil, err
 	}

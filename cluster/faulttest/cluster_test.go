@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/presenced/presenced/internal/proctest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,9 +35,8 @@ type node struct {
 
 	mu struct {
 		sync.Mutex
-		cmd     *exec.Cmd
-		exited  chan struct{} // closed when cmd exits
-		stopped bool          // SIGSTOPped
+		cmd     *proctest.Process // nil before start and after kill
+		stopped bool              // SIGSTOPped
 	}
 }
 
@@ -172,30 +172,27 @@ func (n *node) start() error {
 	if err != nil {
 		return err
 	}
+	defer f.Close() // the process has a descriptor of its own
 	fmt.Fprintf(f, "=== test: starting %s at %s\n", n.id, time.Now().Format(time.StampMilli))
 	cmd := exec.Command(binary, n.args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = procAttr()
-	if err := cmd.Start(); err != nil {
-		f.Close()
+	p, err := proctest.Start(cmd)
+	if err != nil {
 		return fmt.Errorf("starting %s: %w", n.id, err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		f.Close()
-		close(exited)
-	}()
-	n.mu.cmd, n.mu.exited, n.mu.stopped = cmd, exited, false
+	n.mu.cmd, n.mu.stopped = p, false
 	return nil
 }
 
 // waitReady waits until the node answers PING.
 func (n *node) waitReady(timeout time.Duration) error {
-	err := poll(timeout, func(ctx context.Context) bool {
-		return n.admin.Ping(ctx).Err() == nil
-	})
-	if err != nil {
+	n.mu.Lock()
+	p := n.mu.cmd
+	n.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("%s is not running", n.id)
+	}
+	if err := p.WaitPING(n.clientAddr, timeout); err != nil {
 		return fmt.Errorf("%s did not answer PING: %w", n.id, err)
 	}
 	return nil
@@ -213,14 +210,13 @@ func (n *node) running() bool {
 func (n *node) kill() {
 	n.proxy.setDown(true)
 	n.mu.Lock()
-	cmd, exited := n.mu.cmd, n.mu.exited
+	p := n.mu.cmd
 	n.mu.cmd, n.mu.stopped = nil, false
 	n.mu.Unlock()
-	if cmd == nil {
+	if p == nil {
 		return
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	<-exited
+	p.Stop(syscall.SIGKILL, time.Minute)
 }
 
 // stop SIGSTOPs the process.
@@ -235,13 +231,11 @@ func (n *node) signal(sig syscall.Signal, stopped bool) error {
 	if n.mu.cmd == nil {
 		return fmt.Errorf("%s is not running", n.id)
 	}
-	select {
-	case <-n.mu.exited:
+	if n.mu.cmd.Exited() {
 		return fmt.Errorf("%s exited unexpectedly", n.id)
-	default:
 	}
 	n.mu.stopped = stopped
-	return n.mu.cmd.Process.Signal(sig)
+	return n.mu.cmd.Signal(sig)
 }
 
 // exitedUnexpectedly reports whether the process ended without being
@@ -249,15 +243,7 @@ func (n *node) signal(sig syscall.Signal, stopped bool) error {
 func (n *node) exitedUnexpectedly() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.mu.cmd == nil {
-		return false
-	}
-	select {
-	case <-n.mu.exited:
-		return true
-	default:
-		return false
-	}
+	return n.mu.cmd != nil && n.mu.cmd.Exited()
 }
 
 // raftInfo returns the fields of the node's RAFT INFO reply.

@@ -6,24 +6,24 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/presenced/presenced/internal/proctest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -72,44 +72,22 @@ func (n node) args(more ...string) []string {
 // freeAddr returns a loopback address whose port was free a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := proctest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(port)
 }
 
 // proc is a running presenced.
 type proc struct {
+	*proctest.Process
 	t    *testing.T
-	cmd  *exec.Cmd
 	addr string // client address
-	out  *syncBuffer
-	done chan struct{} // closed when the process exited
-	err  error         // the process's exit, once done is closed
-}
-
-// syncBuffer is the output of a process, written by a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // readyLine is what presenced logs once it accepts connections.
-var readyLine = regexp.MustCompile(`ready to accept connections on (\S+)`)
+var readyLine = regexp.MustCompile(`ready to accept connections on (\S+)\n`)
 
 // launch starts presenced with args and returns once it logged that it
 // is ready, or exited: then addr is empty.
@@ -117,35 +95,21 @@ func launch(t *testing.T, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = t.TempDir()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	pipe, err := cmd.StderrPipe()
+	child, err := proctest.Start(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout = cmd.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{t: t, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			fmt.Fprintln(p.out, sc.Text())
-			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
-				ready <- m[1]
-			}
-		}
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
+	p := &proc{Process: child, t: t}
 	t.Cleanup(func() { p.kill(syscall.SIGKILL) })
-	select {
-	case p.addr = <-ready:
-	case <-p.done:
-	case <-time.After(startTimeout):
-		p.kill(syscall.SIGKILL)
-		t.Fatalf("presenced %q did not start within %v; output:\n%s", args, startTimeout, p.out)
+	err = p.Poll(startTimeout, func() bool {
+		m := readyLine.FindStringSubmatch(p.Output())
+		if m != nil {
+			p.addr = m[1]
+		}
+		return m != nil
+	})
+	if err != nil && !errors.Is(err, proctest.ErrExited) {
+		t.Fatalf("presenced %q did not start: %v", args, err)
 	}
 	return p
 }
@@ -156,7 +120,7 @@ func (n node) start(t *testing.T, more ...string) *proc {
 	t.Helper()
 	p := launch(t, n.args(more...)...)
 	if p.addr == "" {
-		t.Fatalf("presenced exited at start (%v); output:\n%s", p.err, p.out)
+		t.Fatalf("presenced exited at start (%v); output:\n%s", p.Wait(), p.Output())
 	}
 	p.waitLeader()
 	return p
@@ -168,12 +132,12 @@ func refuse(t *testing.T, args ...string) string {
 	t.Helper()
 	p := launch(t, args...)
 	if p.addr != "" {
-		t.Fatalf("presenced started on %s; output:\n%s", p.addr, p.out)
+		t.Fatalf("presenced started on %s; output:\n%s", p.addr, p.Output())
 	}
-	if p.err == nil {
-		t.Fatalf("presenced exited with status 0; output:\n%s", p.out)
+	if p.Wait() == nil {
+		t.Fatalf("presenced exited with status 0; output:\n%s", p.Output())
 	}
-	return p.out.String()
+	return p.Output()
 }
 
 // waitLeader waits until the node knows a leader, so that its first
@@ -203,18 +167,21 @@ func (p *proc) client(db int) *redis.Client {
 	return rdb
 }
 
-// kill sends sig and waits for the process to exit.
+// kill sends sig and waits for the process to exit; one that does not
+// within a minute is killed and fails the test.
 func (p *proc) kill(sig syscall.Signal) {
-	p.cmd.Process.Signal(sig)
-	<-p.done
+	p.t.Helper()
+	if err := p.Stop(sig, time.Minute); err != nil {
+		p.t.Fatal(err)
+	}
 }
 
 // stop sends SIGTERM and fails the test unless the process exits cleanly.
 func (p *proc) stop() {
 	p.t.Helper()
 	p.kill(syscall.SIGTERM)
-	if p.err != nil {
-		p.t.Fatalf("after SIGTERM: %v; output:\n%s", p.err, p.out)
+	if err := p.Wait(); err != nil {
+		p.t.Fatalf("after SIGTERM: %v; output:\n%s", err, p.Output())
 	}
 }
 
@@ -405,14 +372,14 @@ func TestCorruptLogEntryRefused(t *testing.T) {
 	}
 	p = launch(t, n.args()...)
 	if p.addr == "" {
-		if p.err == nil || !strings.Contains(p.out.String(), "raft.db") {
-			t.Errorf("refused to start (%v) without naming raft.db:\n%s", p.err, p.out)
+		if p.Wait() == nil || !strings.Contains(p.Output(), "raft.db") {
+			t.Errorf("refused to start (%v) without naming raft.db:\n%s", p.Wait(), p.Output())
 		}
 		return
 	}
 	p.waitLeader()
 	got, err := p.client(0).Get(ctx, "k").Result()
-	t.Errorf("started on a log with a corrupted entry: GET k = %q (%v), the write was %q; output:\n%s", got, err, payload, p.out)
+	t.Errorf("started on a log with a corrupted entry: GET k = %q (%v), the write was %q; output:\n%s", got, err, payload, p.Output())
 }
 
 // TestCorruptFilesRefused damages the pages of the raft log file, then

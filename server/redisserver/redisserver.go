@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/presenced/presenced/internal/proctest"
 )
 
 // ErrNotInstalled is returned by Start when no redis-server is on PATH,
@@ -104,7 +106,7 @@ func start(bin string, opts Options) (*Process, error) {
 		}
 		p.tempDir = dir
 	}
-	port, err := freePort()
+	port, err := proctest.FreePort() // taken meanwhile by another process: waitReady notices
 	if err != nil {
 		p.removeTemp()
 		return nil, err
@@ -219,15 +221,4 @@ func probe(ctx context.Context, addr, password string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("INFO server has no process_id: %q", info)
-}
-
-// freePort asks the kernel for a free loopback port. Another process may
-// take it before redis-server binds it; waitReady notices.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("redisserver: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -1,9 +1,9 @@
 //go:build !linux
 
-package main
+package proctest
 
 import "os/exec"
 
 // setParentDeathSignal does nothing where the kernel has no parent death
-// signal; the benchmark stops its servers itself.
+// signal; the caller must stop its children itself.
 func setParentDeathSignal(*exec.Cmd) {}
