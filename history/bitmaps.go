@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	bolt "go.etcd.io/bbolt"
@@ -103,67 +104,43 @@ func parseSnap(v []byte) (snap, error) {
 	return s, nil
 }
 
-// encodeSnap encodes cur as the snapshot after prev (nil if none) whose
-// chain position is prevIdx: the XOR against prev when that is smaller and
-// the chain is shorter than fullEvery, else cur in full (with the XOR when
-// it is smaller). It returns the value and its chain position.
-func encodeSnap(prev *roaring.Bitmap, prevIdx uint32, cur *roaring.Bitmap, byteLen uint64, fullEvery int) ([]byte, uint32) {
-	cards := containerCards(cur)
-	var d *roaring.Bitmap
-	if prev != nil {
-		d = roaring.Xor(prev, cur)
-		d.RunOptimize()
-		if !smaller(d, cur) {
-			d = nil
+// encodeSnap encodes cur as the snapshot after the one whose chain
+// position is prevIdx and whose XOR with cur is d, serialized (nil when cur
+// is the first): d when that is smaller and the chain is shorter than
+// fullEvery, else cur in full (with d when it is smaller). It returns the
+// value and its chain position. cur may be run-optimized.
+func encodeSnap(d []byte, prevIdx uint32, cur *roaring.Bitmap, byteLen uint64, fullEvery int) ([]byte, uint32, error) {
+	if d != nil && !smaller(uint64(len(d)), cur) {
+		d = nil
+	}
+	if d != nil && int(prevIdx)+1 < fullEvery {
+		cards, err := headerCards(cur)
+		if err != nil {
+			return nil, 0, err
 		}
+		return append(valueHeader(snapXor, prevIdx+1, byteLen, cards, len(d)), d...), prevIdx + 1, nil
 	}
-	if d == nil || int(prevIdx)+1 >= fullEvery {
-		cur.RunOptimize() // written in full
-	}
-	switch {
-	case d != nil && int(prevIdx)+1 < fullEvery:
-		return encodeValue(snapXor, prevIdx+1, byteLen, cards, d, nil), prevIdx + 1
-	case d != nil:
-		return encodeValue(snapFullBack, 0, byteLen, cards, cur, d), 0
-	}
-	return encodeValue(snapFull, 0, byteLen, cards, cur, nil), 0
+	cur.RunOptimize() // written in full
+	v, err := fullValue(byteLen, cur, d)
+	return v, 0, err
 }
 
-// smaller reports whether d serializes smaller than cur. cur is
-// run-optimized for the comparison (a pass over every container) only when
-// d is at least a quarter of cur's size as it is; so a cur that runs would
-// shrink more than four times may be written as a larger XOR.
-func smaller(d, cur *roaring.Bitmap) bool {
-	size := d.GetSerializedSizeInBytes()
+// serializeXor returns d, run-optimized, in the portable serialization.
+func serializeXor(d *roaring.Bitmap) ([]byte, error) {
+	d.RunOptimize()
+	return d.ToBytes()
+}
+
+// smaller reports whether size bytes are fewer than cur's serialization.
+// cur is run-optimized for the comparison (a pass over every container)
+// only when size is at least a quarter of cur's size as it is; so a cur
+// that runs would shrink more than four times may be written as a larger
+// XOR.
+func smaller(size uint64, cur *roaring.Bitmap) bool {
 	if 4*size >= cur.GetSerializedSizeInBytes() {
 		cur.RunOptimize()
 	}
 	return size < cur.GetSerializedSizeInBytes()
-}
-
-// containerCards returns the keys and cardinalities - 1 of bm's
-// containers, as a snapshot value holds them.
-func containerCards(bm *roaring.Bitmap) []byte {
-	var out []byte
-	it := bm.Iterator()
-	for it.HasNext() {
-		// The next container, and those right after it: an iterator only
-		// to skip a gap.
-		key := uint64(it.PeekNext() >> 16)
-		for ; key <= 0xFFFF; key++ {
-			n := bm.CardinalityInRange(key<<16, (key+1)<<16)
-			if n == 0 {
-				break
-			}
-			out = binary.LittleEndian.AppendUint16(out, uint16(key))
-			out = binary.LittleEndian.AppendUint16(out, uint16(n-1))
-		}
-		if key > 0xFFFF {
-			break
-		}
-		it.AdvanceIfNeeded(uint32(key << 16))
-	}
-	return out
 }
 
 // valueHeader returns the header and container counts of a snapshot value,
@@ -177,26 +154,80 @@ func valueHeader(kind byte, idx uint32, byteLen uint64, cards []byte, size int) 
 	return append(b, cards...)
 }
 
-// encodeValue encodes a snapshot value: body, and for a snapFullBack the
-// XOR back.
-func encodeValue(kind byte, idx uint32, byteLen uint64, cards []byte, body, back *roaring.Bitmap) []byte {
-	size := int(body.GetSerializedSizeInBytes())
+// fullValue encodes bm in full: a snapFull, or with the serialized XOR
+// back against the previous snapshot (unless nil) a snapFullBack.
+func fullValue(byteLen uint64, bm *roaring.Bitmap, back []byte) ([]byte, error) {
+	cards, err := headerCards(bm)
+	if err != nil {
+		return nil, err
+	}
+	kind, size := byte(snapFull), bm.GetSerializedSizeInBytes()
+	extra := 0
 	if back != nil {
-		size += 8 + int(back.GetSerializedSizeInBytes())
+		kind, extra = snapFullBack, 8+len(back)
 	}
-	buf := bytes.NewBuffer(valueHeader(kind, idx, byteLen, cards, size))
+	v := valueHeader(kind, 0, byteLen, cards, int(size)+extra)
 	if back != nil {
-		buf.Write(binary.BigEndian.AppendUint64(nil, body.GetSerializedSizeInBytes()))
+		v = binary.BigEndian.AppendUint64(v, size)
 	}
-	for _, bm := range []*roaring.Bitmap{body, back} {
-		if bm == nil {
-			continue
-		}
-		if _, err := bm.WriteTo(buf); err != nil {
-			panic(err) // writing to a bytes.Buffer cannot fail
+	buf := bytes.NewBuffer(v)
+	if _, err := bm.WriteTo(buf); err != nil {
+		return nil, err
+	}
+	return append(buf.Bytes(), back...), nil
+}
+
+// headerCards returns the keys and cardinalities - 1 of bm's containers,
+// as a snapshot value lists them: the descriptive header of bm's
+// serialization, which roaring writes from the cardinalities it keeps
+// before any container (the rest is not written).
+func headerCards(bm *roaring.Bitmap) ([]byte, error) {
+	var h headerWriter
+	if _, err := bm.WriteTo(&h); err != nil && err != errHeaderRead {
+		return nil, err
+	}
+	s, err := parseSerialized(h.buf)
+	if err != nil {
+		return nil, err
+	}
+	return s.desc, nil
+}
+
+// errHeaderRead stops a serialization once headerWriter has the header.
+var errHeaderRead = errors.New("history: serialization header read")
+
+// headerWriter keeps the first bytes of a serialization, up to the end of
+// its header.
+type headerWriter struct{ buf []byte }
+
+func (h *headerWriter) Write(p []byte) (int, error) {
+	h.buf = append(h.buf, p...)
+	if len(h.buf) >= 8 {
+		if n := headerSize(h.buf); n > 0 && len(h.buf) >= n {
+			return len(p), errHeaderRead
 		}
 	}
-	return buf.Bytes()
+	return len(p), nil
+}
+
+// headerSize is the size of the serialization header that b, of 8 bytes at
+// least, starts; 0 when b does not start one.
+func headerSize(b []byte) int {
+	cookie := binary.LittleEndian.Uint32(b)
+	switch {
+	case cookie&0xFFFF == serialCookie:
+		n := int(cookie>>16) + 1
+		size := 4 + (n+7)/8 + 4*n
+		if n >= noOffsetThreshold {
+			size += 4 * n
+		}
+		return size
+	case cookie == serialCookieNoRun:
+		if n := binary.LittleEndian.Uint32(b[4:]); n <= 1<<16 {
+			return 8 + 8*int(n)
+		}
+	}
+	return 0
 }
 
 // plainFull returns a full's value without its XOR against the previous

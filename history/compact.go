@@ -210,6 +210,11 @@ func (w *writer) reencode(b *bolt.Bucket, prevTs int64, newIdx map[int64]uint32,
 			prevIdx = idx
 		}
 	}
-	v, idx := encodeSnap(prev, prevIdx, cur, s.byteLen, w.h.cfg.FullEvery)
-	return v, idx, nil
+	var d []byte
+	if prev != nil {
+		if d, err = serializeXor(roaring.Xor(prev, cur)); err != nil {
+			return nil, 0, err
+		}
+	}
+	return encodeSnap(d, prevIdx, cur, s.byteLen, w.h.cfg.FullEvery)
 }

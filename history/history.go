@@ -5,8 +5,13 @@
 // retention tiers.
 //
 // A History is a store.HistorySink: the store calls RecordCount,
-// RecordBitmap, Advance and Purge in log order with its write lock held.
-// These only queue; one writer goroutine writes each drained batch in one
+// RecordBitmap, RecordChanges, Advance and Purge in log order with its
+// write lock held. A snapshot comes either whole (RecordBitmap, a private
+// copy of the bitmap) or, once the History holds the key's previous
+// snapshot, as the bits changed since then (RecordChanges), which the
+// writer stores as the snapshot's XOR without reading the bitmap: so a
+// snapshot of a large key costs in proportion to its changes. These calls
+// only queue; one writer goroutine writes each drained batch in one
 // bbolt transaction, and compacts (retention) between batches in small
 // transactions. All writes are idempotent: recording a (key, time) again, as
 // a replica does when it replays its log after a restart, changes nothing.
@@ -85,6 +90,9 @@ type op struct {
 	count   uint64
 	bm      *roaring.Bitmap
 	byteLen uint64
+	flips   *roaring.Bitmap // opChanges: the bits changed since the snapshot at since
+	since   int64
+	cards   []byte // opChanges: the container counts of the bitmap they make
 	restore *restoreReq
 	size    int64 // queue bytes it holds
 }
@@ -94,6 +102,7 @@ type opKind uint8
 const (
 	opCount opKind = iota
 	opBitmap
+	opChanges
 	opAdvance
 	opPurge
 	opRestore
@@ -113,6 +122,16 @@ type queue struct {
 	exited   bool // the writer goroutine has exited
 	// compacting is true while a compaction pass has series left.
 	compacting bool
+	// lastSnap is each series' last snapshot queued since the last purge
+	// of the series and the last restore: an opChanges is queued only on
+	// top of it.
+	lastSnap map[string]queuedSnap
+}
+
+// queuedSnap is the last snapshot queued for a series.
+type queuedSnap struct {
+	ts      int64
+	changes int // opChanges queued since the last opBitmap
 }
 
 // Open opens (creating if missing) the history file and starts its writer.
@@ -243,6 +262,42 @@ func (h *History) RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap,
 	}
 }
 
+// RecordChanges records the key's bitmap as of boundary ts, bm, as its
+// snapshot at boundary since with the bits of flips flipped: it stores
+// flips as the snapshot's XOR and takes the container counts from bm (read
+// during the call only; the History owns flips from then on), so that the
+// writer never reads or copies the whole bitmap. It reports false and
+// records nothing when the last snapshot recorded for the key is not the
+// one at since (or a purge or restore came after it), or when FullEvery-1
+// snapshots of changes follow the last whole bitmap: the caller then
+// records the whole bitmap with RecordBitmap.
+func (h *History) RecordChanges(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64, flips *roaring.Bitmap, since int64) bool {
+	series := seriesName(db, key)
+	if len(key) > maxKeyLen || !h.takesChanges(series, since) {
+		return false
+	}
+	cards, err := headerCards(bm)
+	if err != nil {
+		return false
+	}
+	o := op{kind: opChanges, ts: ts, series: series, flips: flips, since: since, byteLen: byteLen, cards: cards}
+	return h.enqueue(o, 64+int64(flips.GetSizeInBytes())+int64(len(cards)))
+}
+
+// takesChanges reports whether an opChanges of series on top of its
+// snapshot at since would be queued (see RecordChanges).
+func (h *History) takesChanges(series string, since int64) bool {
+	h.q.mu.Lock()
+	defer h.q.mu.Unlock()
+	return h.q.takesChanges(series, since, h.cfg.FullEvery)
+}
+
+// takesChanges is History.takesChanges with q.mu held.
+func (q *queue) takesChanges(series string, since int64, fullEvery int) bool {
+	last, ok := q.lastSnap[series]
+	return ok && last.ts == since && last.changes+1 < fullEvery
+}
+
 // Advance says every point stamped at or before boundary ts has been recorded.
 func (h *History) Advance(ts int64) {
 	h.enqueue(op{kind: opAdvance, ts: ts}, 64)
@@ -257,7 +312,8 @@ func (h *History) Purge(ts int64, db int, key string) {
 }
 
 // enqueue queues o, blocking while the queue holds more than QueueBytes.
-// Calls after Close are dropped (it returns false).
+// Calls after Close are dropped (it returns false), and so is an opChanges
+// that does not follow the last snapshot queued for its series.
 func (h *History) enqueue(o op, size int64) bool {
 	q := &h.q
 	q.mu.Lock()
@@ -265,8 +321,21 @@ func (h *History) enqueue(o op, size int64) bool {
 	for q.bytes > 0 && q.bytes+size > h.cfg.QueueBytes && !q.closed && !q.exited {
 		q.cond.Wait()
 	}
-	if q.closed || q.exited {
+	if q.closed || q.exited || o.kind == opChanges && !q.takesChanges(o.series, o.since, h.cfg.FullEvery) {
 		return false
+	}
+	switch o.kind {
+	case opBitmap:
+		if q.lastSnap == nil {
+			q.lastSnap = map[string]queuedSnap{}
+		}
+		q.lastSnap[o.series] = queuedSnap{ts: o.ts}
+	case opChanges:
+		q.lastSnap[o.series] = queuedSnap{ts: o.ts, changes: q.lastSnap[o.series].changes + 1}
+	case opPurge:
+		delete(q.lastSnap, o.series)
+	case opRestore:
+		clear(q.lastSnap)
 	}
 	o.size = size
 	q.ops = append(q.ops, o)

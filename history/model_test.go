@@ -122,6 +122,10 @@ type recorder struct {
 	now    int64
 	// snapEvery is the number of boundaries between bitmap snapshots.
 	snapEvery int64
+	// changes counts snapshots recorded by RecordChanges; wrongTook is
+	// set if it took changes on top of a snapshot that is not the last.
+	changes   int
+	wrongTook bool
 }
 
 func newRecorder(seed int64) *recorder {
@@ -181,8 +185,19 @@ func (r *recorder) step(h *History) {
 				byteLen = uint64(bm.Maximum())/8 + 1 + uint64(r.rng.Intn(3))
 			}
 			snapBm := bm.Clone()
+			flips, since, right := r.flips(s, snapBm)
 			r.m.snaps[s] = append(r.m.snaps[s], modelSnap{ts, snapBm, byteLen})
-			r.do(h, func(h *History) { h.RecordBitmap(ts, k.db, k.key, snapBm.Clone(), byteLen) })
+			r.do(h, func(h *History) {
+				if flips != nil {
+					took := h.RecordChanges(ts, k.db, k.key, snapBm, byteLen, flips.Clone(), since)
+					r.wrongTook = r.wrongTook || took && !right
+					if took {
+						r.changes++
+						return
+					}
+				}
+				h.RecordBitmap(ts, k.db, k.key, snapBm.Clone(), byteLen)
+			})
 		}
 	}
 	r.do(h, func(h *History) { h.Advance(ts) })
@@ -191,11 +206,33 @@ func (r *recorder) step(h *History) {
 	}
 }
 
+// flips returns what a store may offer RecordChanges for a new snapshot
+// cur of series s: nothing, the bits changed since the previous snapshot
+// and its time (right), or bits that are not those changes with a time
+// that is not the previous snapshot's, which History must refuse.
+func (r *recorder) flips(s string, cur *roaring.Bitmap) (flips *roaring.Bitmap, since int64, right bool) {
+	snaps := r.m.snaps[s]
+	if len(snaps) == 0 {
+		return nil, 0, false
+	}
+	prev := snaps[len(snaps)-1]
+	switch r.rng.Intn(4) {
+	case 0:
+		return nil, 0, false
+	case 1:
+		return roaring.BitmapOf(1, 2, 3), prev.ts - 100, false
+	}
+	return roaring.Xor(prev.bm, cur), prev.ts, true
+}
+
 // check compares random queries at times in [from, h.Newest()] against the model.
 func (r *recorder) check(t *testing.T, h *History, from int64, n int) {
 	t.Helper()
 	if err := h.Sync(); err != nil {
 		t.Fatal(err)
+	}
+	if r.wrongTook {
+		t.Fatal("RecordChanges took changes on top of a snapshot that is not the last")
 	}
 	newest := h.Newest()
 	if newest != r.now {
@@ -331,6 +368,9 @@ func TestModelRandom(t *testing.T) {
 			r.step(h)
 		}
 		r.check(t, h, t0, 300)
+		if r.changes == 0 && cfg.FullEvery > 1 {
+			t.Fatal("no snapshot was recorded as changes")
+		}
 		checkBounds(t, h, t0)
 		before := dump(t, h)
 
@@ -519,9 +559,10 @@ func mustRange(t *testing.T, h *History, from, to int64) []Sample {
 	return s
 }
 
-// TestContainerCards checks a snapshot's container counts against a count
-// of each container's members, up to the last container of the 32-bit space.
-func TestContainerCards(t *testing.T) {
+// TestHeaderCards checks a snapshot's container counts against a count of
+// each container's members, up to the last container of the 32-bit space,
+// with and without run containers.
+func TestHeaderCards(t *testing.T) {
 	rng := rand.New(rand.NewSource(9))
 	bm := roaring.New()
 	bm.AddMany(denseIDs(rng))
@@ -531,14 +572,25 @@ func TestContainerCards(t *testing.T) {
 	for _, x := range bm.ToArray() {
 		want[uint16(x>>16)]++
 	}
-	cards := containerCards(bm)
-	if len(cards) != 4*len(want) {
-		t.Fatalf("%d containers listed, want %d", len(cards)/4, len(want))
-	}
-	for i := 0; i < len(cards); i += 4 {
-		key, card := binary.LittleEndian.Uint16(cards[i:]), int(binary.LittleEndian.Uint16(cards[i+2:]))+1
-		if want[key] != card || (i > 0 && key <= binary.LittleEndian.Uint16(cards[i-4:])) {
-			t.Fatalf("container %d: key %d card %d, want %d (ascending keys)", i/4, key, card, want[key])
+	for _, optimized := range []bool{false, true} {
+		if optimized {
+			bm.RunOptimize()
 		}
+		cards, err := headerCards(bm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cards) != 4*len(want) {
+			t.Fatalf("%d containers listed, want %d", len(cards)/4, len(want))
+		}
+		for i := 0; i < len(cards); i += 4 {
+			key, card := binary.LittleEndian.Uint16(cards[i:]), int(binary.LittleEndian.Uint16(cards[i+2:]))+1
+			if want[key] != card || (i > 0 && key <= binary.LittleEndian.Uint16(cards[i-4:])) {
+				t.Fatalf("container %d: key %d card %d, want %d (ascending keys)", i/4, key, card, want[key])
+			}
+		}
+	}
+	if cards, err := headerCards(roaring.New()); err != nil || len(cards) != 0 {
+		t.Fatalf("empty bitmap: %v, %v", cards, err)
 	}
 }

@@ -1,6 +1,8 @@
 package history
 
 import (
+	"fmt"
+
 	"github.com/RoaringBitmap/roaring/v2"
 	bolt "go.etcd.io/bbolt"
 )
@@ -27,7 +29,7 @@ type seriesState struct {
 	snapLoaded bool
 	snapTs     int64
 	snapIdx    uint32
-	snap       *roaring.Bitmap // the last snapshot, nil if none
+	snap       *roaring.Bitmap // the last snapshot, nil if none or not held
 }
 
 // batchStats collects the changes of one transaction to the meta counters.
@@ -244,25 +246,55 @@ func (w *writer) recordBitmap(tx *bolt.Tx, s *seriesState, o *op, st *batchStats
 		return err
 	}
 	if !s.snapLoaded {
-		bm, sn, ts, ok, err := materialize(b, 1<<62)
-		if err != nil {
-			return err
-		}
-		if ok {
-			s.snap, s.snapIdx, s.snapTs = bm, sn.idx, ts
+		if k, _ := b.Cursor().Last(); k != nil {
+			sn, err := parseSnap(snapValue(b, k))
+			if err != nil {
+				return err
+			}
+			s.snapIdx, s.snapTs = sn.idx, keyTs(k)
 		}
 		s.snapLoaded = true
 	}
 	if o.ts <= s.snapTs {
 		return nil // replayed
 	}
-	v, idx := encodeSnap(s.snap, s.snapIdx, o.bm, o.byteLen, w.h.cfg.FullEvery)
+	cur, v, idx, err := w.encode(s, o)
+	if err != nil {
+		return err
+	}
 	if err := putSnap(b, o.ts, v); err != nil {
 		return err
 	}
-	s.snap, s.snapIdx, s.snapTs = o.bm, idx, o.ts
+	s.snap, s.snapIdx, s.snapTs = cur, idx, o.ts
 	st.snaps++
 	return nil
+}
+
+// encode returns the value of o's snapshot, its chain position and the
+// bitmap the writer keeps as the series' last (nil when it does not have
+// it). A whole bitmap is encoded against the series' last snapshot when
+// the writer has that (see encodeSnap), else in full; an opChanges is its
+// flips, the XOR against the series' last snapshot, which must be the one
+// at o.since.
+func (w *writer) encode(s *seriesState, o *op) (cur *roaring.Bitmap, v []byte, idx uint32, err error) {
+	if o.kind == opBitmap {
+		var d []byte
+		if s.snap != nil {
+			if d, err = serializeXor(roaring.Xor(s.snap, o.bm)); err != nil {
+				return nil, nil, 0, err
+			}
+		}
+		v, idx, err = encodeSnap(d, s.snapIdx, o.bm, o.byteLen, w.h.cfg.FullEvery)
+		return o.bm, v, idx, err
+	}
+	if s.snapTs != o.since {
+		return nil, nil, 0, fmt.Errorf("history: changes to %s since %d, but its last snapshot is at %d", o.series, o.since, s.snapTs)
+	}
+	d, err := serializeXor(o.flips)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return nil, append(valueHeader(snapXor, s.snapIdx+1, o.byteLen, o.cards, len(d)), d...), s.snapIdx + 1, nil
 }
 
 // purge deletes the series' points and snapshots and marks it purged at o.ts.

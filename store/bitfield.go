@@ -302,10 +302,9 @@ func (v *value) getField(off uint64, bits uint) uint64 {
 func (v *value) setField(off uint64, bits uint, u uint64) {
 	for i := range uint64(bits) {
 		x := uint32(off + i)
-		if u>>(uint64(bits)-1-i)&1 != 0 {
-			v.bm.Add(x)
-		} else {
-			v.bm.Remove(x)
+		on := u>>(uint64(bits)-1-i)&1 != 0
+		if on && v.bm.CheckedAdd(x) || !on && v.bm.CheckedRemove(x) {
+			v.changed(x)
 		}
 	}
 }

@@ -406,7 +406,7 @@ func (s *Store) expireBitsLocked(now int64, sink EventSink) {
 		t.heapAt = 0
 		gone := t.sweep(due, s.mu.scratch[:0])
 		for _, off := range gone {
-			e.v.bm.Remove(off)
+			e.v.clearBit(off)
 		}
 		if len(gone) > 0 {
 			s.markLocked(it.db, e.key)

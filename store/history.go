@@ -22,6 +22,10 @@ import (
 // tells the sink that everything up to the newest boundary passed is
 // recorded.
 //
+// A snapshot hands the sink a private copy of the bitmap (shared copy on
+// write), or, when the value followed its changes since the key's last
+// snapshot and the sink takes them, only those (see bitChanges).
+//
 // Changes are found by marking: after a write command, each key it names
 // (the command table's key positions, plus the keys of other databases
 // COPY and MOVE write, and every key that FLUSHDB, FLUSHALL and SWAPDB
@@ -59,6 +63,15 @@ type HistorySink interface {
 	// RecordBitmap records the key's whole bitmap as of boundary ts; bm
 	// is a private clone the sink owns.
 	RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64)
+	// RecordChanges records the key's bitmap as of boundary ts, bm, as
+	// the key's snapshot at boundary since with the bits of flips flipped
+	// (flips is the sink's from then on; bm is the key's live bitmap,
+	// which the sink may read during the call only), and reports true;
+	// or records nothing and reports false when it would rather have the
+	// whole bitmap (the last snapshot it was given for the key is not the
+	// one at since, or it wants a full one), which the store then gives
+	// it with RecordBitmap.
+	RecordChanges(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64, flips *roaring.Bitmap, since int64) bool
 	// Advance says every point stamped at or before boundary ts has been
 	// recorded.
 	Advance(ts int64)
@@ -292,11 +305,20 @@ func (s *Store) recordCounts(h *history, b int64) {
 }
 
 // recordBitmaps records the bitmap of every key changed since its last
-// snapshot at boundary b and empties the snapshot sets.
+// snapshot at boundary b, as the bits changed since that snapshot when its
+// value followed them and the sink can take them (no copy of the bitmap is
+// shared then, so writes do not copy its containers afterwards), and
+// empties the snapshot sets.
 func (s *Store) recordBitmaps(h *history, b int64) {
 	r := &s.mu.rec
 	for db, m := range r.snap {
 		for _, key := range sortedKeys(m) {
+			if flips, since := s.takeChanges(db, key, b); flips != nil {
+				v := &s.mu.dbs[db].keys[key].v
+				if h.sink.RecordChanges(b, db, key, v.bm, uint64(v.n), flips, since) {
+					continue
+				}
+			}
 			bm, n := s.bitmapOf(db, key)
 			h.sink.RecordBitmap(b, db, key, bm, n)
 		}

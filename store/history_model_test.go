@@ -31,8 +31,22 @@ type histCall struct {
 	byteLen uint64
 }
 
-// recordingSink keeps every call it receives.
-type recordingSink struct{ calls []histCall }
+// recordingSink keeps every call it receives. It takes changes on top of a
+// key's last snapshot (unless refuseChanges) and records them as the
+// bitmap they make, so that its calls read the same either way.
+type recordingSink struct {
+	calls         []histCall
+	last          map[hmRef]snapAt // each key's newest snapshot
+	refuseChanges bool
+	changes       int // snapshots taken as changes
+	wrongLive     int // changes whose live bitmap was not the one they make
+}
+
+// snapAt is a snapshot a sink received.
+type snapAt struct {
+	ts int64
+	bm *roaring.Bitmap
+}
 
 func (r *recordingSink) RecordCount(ts int64, db int, key string, count uint64) {
 	r.calls = append(r.calls, histCall{kind: "count", ts: ts, db: db, key: key, count: count})
@@ -40,6 +54,23 @@ func (r *recordingSink) RecordCount(ts int64, db int, key string, count uint64) 
 
 func (r *recordingSink) RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64) {
 	r.calls = append(r.calls, histCall{kind: "bitmap", ts: ts, db: db, key: key, bits: bm.ToArray(), byteLen: byteLen})
+	if r.last == nil {
+		r.last = map[hmRef]snapAt{}
+	}
+	r.last[hmRef{db, key}] = snapAt{ts, bm.Clone()}
+}
+
+func (r *recordingSink) RecordChanges(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64, flips *roaring.Bitmap, since int64) bool {
+	prev, ok := r.last[hmRef{db, key}]
+	if r.refuseChanges || !ok || prev.ts != since {
+		return false
+	}
+	r.changes++
+	r.RecordBitmap(ts, db, key, roaring.Xor(prev.bm, flips), byteLen)
+	if !bm.Equals(roaring.Xor(prev.bm, flips)) {
+		r.wrongLive++
+	}
+	return true
 }
 
 func (r *recordingSink) Advance(ts int64) {
@@ -519,8 +550,12 @@ func (mt *histModelTest) finish() {
 	if mt.s.Digest() != mt.plain.Digest() {
 		mt.t.Fatal("recording history changed the store's state")
 	}
+	mt.stats["changes"] = mt.sink.changes
 	mt.t.Logf("calls checked: %v", mt.stats)
-	for _, k := range []string{"count", "bitmap", "purge", "twin"} {
+	if mt.sink.wrongLive > 0 {
+		mt.t.Fatalf("%d changes came with a live bitmap they do not make", mt.sink.wrongLive)
+	}
+	for _, k := range []string{"count", "bitmap", "changes", "purge", "twin"} {
 		if mt.stats[k] == 0 {
 			mt.t.Errorf("no %s in the run: %v", k, mt.stats)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -343,6 +344,10 @@ func (discardSink) RecordBitmap(int64, int, string, *roaring.Bitmap, uint64) {}
 func (discardSink) Advance(int64)                                            {}
 func (discardSink) Purge(int64, int, string)                                 {}
 
+func (discardSink) RecordChanges(int64, int, string, *roaring.Bitmap, uint64, *roaring.Bitmap, int64) bool {
+	return true
+}
+
 // BenchmarkSETBITHistory is BenchmarkSETBIT's steady state with history
 // recording the key: a batch of 64 SETBITs every tick, so every batch
 // records a count, and a snapshot every 600 batches.
@@ -375,5 +380,96 @@ func TestHistoryInterval(t *testing.T) {
 		if got := s.mu.hist.interval; got != c.want {
 			t.Errorf("Interval %d: %d, want %d", c.in, got, c.want)
 		}
+	}
+}
+
+// TestBitChangesFollowEdits applies random edits of every kind to a few
+// recorded keys, with a snapshot at every boundary, to a store whose sink
+// takes snapshots as the bits changed since the last (and rebuilds them)
+// and to one whose sink refuses them: both must record the same bitmaps.
+// Bit writes, field writes, bit and key expiry follow the changes; byte
+// edits, new values and values moved between keys start anew.
+func TestBitChangesFollowEdits(t *testing.T) {
+	cfg := HistoryConfig{Interval: HistoryTick}
+	s, sink := histStore(t, cfg)
+	whole, wholeSink := histStore(t, cfg)
+	wholeSink.refuseChanges = true
+	rng := rand.New(rand.NewSource(3))
+	now := int64(testNow)
+	keys := []string{"a", "b", "c"}
+	for range 4000 {
+		k, k2, off := keys[rng.Intn(len(keys))], keys[rng.Intn(len(keys))], rng.Intn(300)
+		var cmd string
+		switch rng.Intn(16) {
+		case 0, 1, 2, 3:
+			cmd = fmt.Sprintf("SETBIT %s %d %d", k, off, rng.Intn(2))
+		case 4, 5:
+			cmd = fmt.Sprintf("BITPSETEX %s %d %d %d", k, 50+rng.Intn(400), off, rng.Intn(300))
+		case 6:
+			cmd = fmt.Sprintf("BITFIELD %s SET u8 %d %d", k, off, rng.Intn(256))
+		case 7:
+			cmd = fmt.Sprintf("BITFIELD %s INCRBY i5 %d %d", k, off, rng.Intn(40)-20)
+		case 8:
+			cmd = fmt.Sprintf("SETRANGE %s %d xyz", k, rng.Intn(40))
+		case 9:
+			cmd = fmt.Sprintf("APPEND %s q", k)
+		case 10:
+			cmd = fmt.Sprintf("RENAME %s %s", k, k2)
+		case 11:
+			cmd = fmt.Sprintf("COPY %s %s REPLACE", k, k2)
+		case 12:
+			cmd = fmt.Sprintf("BITOP XOR %s %s %s", k, k, k2)
+		case 13:
+			cmd = [...]string{"SWAPDB 0 1", "MOVE " + k + " 1", "DEL " + k, "SET " + k + " ab"}[rng.Intn(4)]
+		case 14:
+			cmd = fmt.Sprintf("PEXPIRE %s %d", k, 50+rng.Intn(500))
+		case 15:
+			now += int64(rng.Intn(300))
+			continue
+		}
+		now += int64(rng.Intn(40))
+		do(s, now, cmd)
+		do(whole, now, cmd)
+	}
+	bitmaps := strings.Count(callsOf(wholeSink.calls), "bitmap")
+	t.Logf("%d snapshots, %d as changes", bitmaps, sink.changes)
+	if got, want := callsOf(sink.calls), callsOf(wholeSink.calls); got != want {
+		t.Fatalf("recorded with changes:\n%.3000s\nwhole:\n%.3000s", got, want)
+	}
+	if sink.wrongLive > 0 {
+		t.Fatalf("%d changes came with a live bitmap they do not make", sink.wrongLive)
+	}
+	if sink.changes < bitmaps/4 || sink.changes == bitmaps {
+		t.Fatalf("%d snapshots, %d as changes: want most, not all", bitmaps, sink.changes)
+	}
+}
+
+// TestBitChangesBounded checks that a key's changes stop being followed
+// once they take more than their share of the bitmap's memory, and are
+// followed again from the next snapshot.
+func TestBitChangesBounded(t *testing.T) {
+	s, sink := histStore(t, HistoryConfig{Interval: HistoryTick})
+	now := int64(testNow)
+	do(s, now, "SETBIT k 0 1")
+	do(s, now, "SETRANGE k 0 "+strings.Repeat("\xff", 10000)) // 80,000 bits, in bitmap form
+	changes := func(n int) int {
+		now += HistoryTick
+		for i := range n {
+			do(s, now, fmt.Sprintf("SETBIT k %d 0", 17*i))
+		}
+		before := sink.changes
+		now += HistoryTick
+		do(s, now, "SETBIT k 0 1") // records the snapshot with the changes since the last
+		return sink.changes - before
+	}
+	changes(0) // the first snapshot after SETRANGE starts following
+	if got := changes(500); got != 1 {
+		t.Fatalf("500 changes: %d snapshots taken as changes, want 1", got)
+	}
+	if got := changes(4000); got != 0 {
+		t.Fatalf("4000 changes, more memory than an eighth of the bitmap's: %d snapshots taken as changes, want 0", got)
+	}
+	if got := changes(10); got != 1 {
+		t.Fatalf("10 changes after a snapshot: %d snapshots taken as changes, want 1", got)
 	}
 }

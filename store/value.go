@@ -26,6 +26,9 @@ type value struct {
 	// bitmap has them, and only set bits are armed. Commands that store
 	// a new value drop them with the old one.
 	t *bitTimers
+	// ch follows the bits changed since the key's last history snapshot,
+	// nil when nothing follows them; only a bitmap has it.
+	ch *bitChanges
 }
 
 // rawEncoding is what Redis's object encoding of a raw string depends on
@@ -166,10 +169,23 @@ func (v *value) setBit(off uint64, on bool) bool {
 	if need := int64(off/8) + 1; need > v.n {
 		v.n = need
 	}
+	var old bool
 	if on {
-		return !v.bm.CheckedAdd(uint32(off))
+		old = !v.bm.CheckedAdd(uint32(off))
+	} else {
+		old = v.bm.CheckedRemove(uint32(off))
 	}
-	return v.bm.CheckedRemove(uint32(off))
+	if old != on {
+		v.changed(uint32(off))
+	}
+	return old
+}
+
+// clearBit clears bit off of a bitmap value.
+func (v *value) clearBit(off uint32) {
+	if v.bm.CheckedRemove(off) {
+		v.changed(off)
+	}
 }
 
 // share returns a copy of bm that shares bm's containers until one of
@@ -239,6 +255,7 @@ func (v *value) appendBytes(b []byte) {
 	if v.bm != nil {
 		addBytes(v.bm, b, uint64(v.n)*8)
 		v.n += int64(len(b))
+		v.ch = nil
 		return
 	}
 	v.raw = append(v.raw, b...)
@@ -254,6 +271,7 @@ func (v *value) setRange(off int64, b []byte) {
 		v.bm.RemoveRange(uint64(off)*8, uint64(end)*8)
 		addBytes(v.bm, b, uint64(off)*8)
 		v.n = max(v.n, end)
+		v.ch = nil
 		return
 	}
 	if end > int64(len(v.raw)) {

@@ -1,0 +1,98 @@
+package history
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// checkBitmapAt fails unless the snapshot of key "k" read at ts is want.
+func checkBitmapAt(t *testing.T, h *History, ts int64, want *roaring.Bitmap) {
+	t.Helper()
+	got, _, err := h.BitmapAt(0, "k", ts)
+	if err != nil || !got.Equals(want) {
+		t.Fatalf("at %d: %v bits (%v), want %d", ts, got.GetCardinality(), err, want.GetCardinality())
+	}
+}
+
+// TestRecordChanges records a series of snapshots as changes on top of
+// the one before (containers of every kind, emptied bitmaps) and reads each
+// back; changes on top of any other snapshot are refused, and so are those
+// that would make the chain since the last whole bitmap FullEvery long.
+func TestRecordChanges(t *testing.T) {
+	cfg := testConfig(t, "1m:1d")
+	cfg.FullEvery = 8
+	h := mustOpen(t, cfg)
+	r := newRecorder(4)
+	prev := roaring.New()
+	ts := t0
+	h.RecordBitmap(ts, 0, "k", prev.Clone(), 0)
+	for i := range 200 {
+		cur := prev.Clone()
+		r.mutate(cur)
+		ts += 100
+		flips := roaring.Xor(prev, cur)
+		if h.RecordChanges(ts, 0, "k", cur, 10, flips.Clone(), ts-200) || h.RecordChanges(ts, 1, "k", cur, 10, flips.Clone(), ts-100) {
+			t.Fatalf("round %d: changes taken on top of a snapshot that is not the key's last", i)
+		}
+		took := h.RecordChanges(ts, 0, "k", cur, 10, flips, ts-100)
+		if want := i%cfg.FullEvery != cfg.FullEvery-1; took != want {
+			t.Fatalf("round %d: changes taken %v, want %v", i, took, want)
+		}
+		if !took {
+			h.RecordBitmap(ts, 0, "k", cur.Clone(), 10)
+		}
+		h.Advance(ts)
+		if err := h.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		checkBitmapAt(t, h, ts, cur)
+		prev = cur
+	}
+	h.Purge(ts+1, 0, "k")
+	if h.RecordChanges(ts+100, 0, "k", prev, 10, roaring.BitmapOf(1), ts) {
+		t.Fatal("changes taken on top of a purged snapshot")
+	}
+}
+
+// TestRecordChangesAfterReplay checks changes on top of a snapshot that
+// the writer skipped as replayed (after a restart, a node replays its log):
+// they are written when that snapshot is the file's last, and otherwise
+// stop the writer with an error rather than record a wrong bitmap.
+func TestRecordChangesAfterReplay(t *testing.T) {
+	cfg := testConfig(t, "1m:1d")
+	h := mustOpen(t, cfg)
+	s1, s2, s3 := roaring.BitmapOf(1, 2, 3), roaring.BitmapOf(2, 3, 70000), roaring.BitmapOf(3, 9, 70001)
+	h.RecordBitmap(t0+100, 0, "k", s1.Clone(), 10)
+	h.RecordBitmap(t0+200, 0, "k", s2.Clone(), 10)
+	h.Advance(t0 + 200)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	h = mustOpen(t, cfg)
+	h.RecordBitmap(t0+100, 0, "k", s1.Clone(), 10) // replayed: skipped
+	if !h.RecordChanges(t0+200, 0, "k", s2, 10, roaring.Xor(s1, s2), t0+100) {
+		t.Fatal("changes refused")
+	}
+	if !h.RecordChanges(t0+300, 0, "k", s3, 10, roaring.Xor(s2, s3), t0+200) {
+		t.Fatal("changes refused")
+	}
+	h.Advance(t0 + 300)
+	if err := h.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkBitmapAt(t, h, t0+200, s2)
+	checkBitmapAt(t, h, t0+300, s3)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	h = mustOpen(t, cfg)
+	h.RecordBitmap(t0+50, 0, "k", s1.Clone(), 10) // skipped, and not the file's last
+	h.RecordChanges(t0+400, 0, "k", s1, 10, roaring.BitmapOf(5), t0+50)
+	if err := h.Sync(); err == nil || !strings.Contains(err.Error(), "last snapshot is at") {
+		t.Fatalf("changes on top of a snapshot that is not the file's last: %v", err)
+	}
+}
