@@ -59,7 +59,7 @@ func newFlagSet(o *options, output io.Writer) *flag.FlagSet {
 	fs.Uint64Var(&c.HistoryIDs, "history-ids", c.HistoryIDs, "ids online in each history snapshot, and in the live key of the history write rows")
 	fs.IntVar(&c.HistorySnapshots, "history-snapshots", c.HistorySnapshots, "minute snapshots of the history disk row")
 	fs.DurationVar(&c.HistoryInterval, "history-interval", c.HistoryInterval, "presenced's --history-interval in the history write rows")
-	fs.Func("only", "comma-separated row groups to run: "+strings.Join(allGroups, ", ")+", or replication (modes, cluster, failover, restart)", func(v string) error {
+	fs.Func("only", "comma-separated row groups to run: "+strings.Join(allGroups, ", ")+", or replication (modes, cluster, failover, restart), history (history-reads, history-writes)", func(v string) error {
 		c.Groups = parseGroups(v)
 		return nil
 	})

@@ -25,12 +25,13 @@ const (
 )
 
 // allGroups lists every row group in running order.
-var allGroups = []string{groupHeartbeats, groupData, groupModes, groupCluster, groupFailover, groupRestart, groupPresence, groupHistory}
+var allGroups = []string{groupHeartbeats, groupData, groupModes, groupCluster, groupFailover, groupRestart, groupPresence, groupHistory, groupHistoryWrites}
 
 // groupAliases name sets of groups for -only.
 var groupAliases = map[string][]string{
 	"all":         allGroups,
 	"replication": {groupModes, groupCluster, groupFailover, groupRestart},
+	"history":     {groupHistory, groupHistoryWrites},
 }
 
 // Targets from the replication issue: presenced / redis-server, or a

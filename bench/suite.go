@@ -283,6 +283,8 @@ var groupRunners = map[string]func(*suite) error{
 	groupRestart:    (*suite).restart,
 	groupPresence:   (*suite).presence,
 	groupHistory:    (*suite).history,
+
+	groupHistoryWrites: (*suite).historyWrites,
 }
 
 // datasets measures the memory of each data set and BITCOUNT on some.
