@@ -183,7 +183,7 @@ func fullValue(byteLen uint64, bm *roaring.Bitmap, back []byte) ([]byte, error) 
 // before any container (the rest is not written).
 func headerCards(bm *roaring.Bitmap) ([]byte, error) {
 	var h headerWriter
-	if _, err := bm.WriteTo(&h); err != nil && err != errHeaderRead {
+	if _, err := bm.WriteTo(&h); err != nil && !errors.Is(err, errHeaderRead) {
 		return nil, err
 	}
 	s, err := parseSerialized(h.buf)
@@ -202,32 +202,10 @@ type headerWriter struct{ buf []byte }
 
 func (h *headerWriter) Write(p []byte) (int, error) {
 	h.buf = append(h.buf, p...)
-	if len(h.buf) >= 8 {
-		if n := headerSize(h.buf); n > 0 && len(h.buf) >= n {
-			return len(p), errHeaderRead
-		}
+	if _, err := parseSerialized(h.buf); err == nil {
+		return len(p), errHeaderRead
 	}
 	return len(p), nil
-}
-
-// headerSize is the size of the serialization header that b, of 8 bytes at
-// least, starts; 0 when b does not start one.
-func headerSize(b []byte) int {
-	cookie := binary.LittleEndian.Uint32(b)
-	switch {
-	case cookie&0xFFFF == serialCookie:
-		n := int(cookie>>16) + 1
-		size := 4 + (n+7)/8 + 4*n
-		if n >= noOffsetThreshold {
-			size += 4 * n
-		}
-		return size
-	case cookie == serialCookieNoRun:
-		if n := binary.LittleEndian.Uint32(b[4:]); n <= 1<<16 {
-			return 8 + 8*int(n)
-		}
-	}
-	return 0
 }
 
 // plainFull returns a full's value without its XOR against the previous
