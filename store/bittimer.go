@@ -54,8 +54,8 @@ import (
 // place; we chose the blocks for their O(1) re-arm, exact deadlines and
 // memory.
 type bitTimers struct {
-	blocks map[uint32]*timerBlock // by offset >> blockShift
-	queue  []blockItem            // min-heap of blocks (and the overflow) by bound
+	blocks blockDir    // by offset >> blockShift
+	queue  []blockItem // min-heap of blocks (and the overflow) by bound
 	// over holds the deadlines (units) too far ahead for a block, and
 	// overLow a lower bound of them, the at of their queue item.
 	over    map[uint32]int64
@@ -113,7 +113,7 @@ func unitsUp(ms int64) int64 {
 func passed(du, due int64) bool { return du < due }
 
 func newBitTimers() *bitTimers {
-	return &bitTimers{blocks: make(map[uint32]*timerBlock), epoch: epochs.Add(1)}
+	return &bitTimers{epoch: epochs.Add(1)}
 }
 
 // epochs hands out the epochs of timers: unique, so that a block is owned
@@ -130,7 +130,7 @@ func (t *bitTimers) own(id uint32, b *timerBlock) *timerBlock {
 	*nb = *b
 	nb.dl = slices.Clone(b.dl)
 	nb.epoch = t.epoch
-	t.blocks[id] = nb
+	t.blocks.set(id, nb)
 	return nb
 }
 
@@ -140,7 +140,7 @@ func (t *bitTimers) deadline(off uint32) (int64, bool) {
 	if t == nil {
 		return 0, false
 	}
-	if b := t.blocks[off>>blockShift]; b != nil {
+	if b := t.blocks.get(off >> blockShift); b != nil {
 		if bit := uint(off & (blockSize - 1)); b.has(bit) {
 			return b.base + int64(b.dl[b.rank(bit)]), true
 		}
@@ -153,7 +153,7 @@ func (t *bitTimers) deadline(off uint32) (int64, bool) {
 // rounded down, are nowu, and reports whether off was armed before.
 func (t *bitTimers) arm(off uint32, du, nowu int64) bool {
 	id, bit := off>>blockShift, uint(off&(blockSize-1))
-	b := t.blocks[id]
+	b := t.blocks.get(id)
 	if b != nil && b.has(bit) {
 		b = t.own(id, b)
 		if rel := du - b.base; rel >= 0 && rel <= maxRel {
@@ -175,14 +175,14 @@ func (t *bitTimers) arm(off uint32, du, nowu int64) bool {
 func (t *bitTimers) add(off uint32, du, nowu int64) {
 	id, bit := off>>blockShift, uint(off&(blockSize-1))
 	t.n++
-	b := t.blocks[id]
+	b := t.blocks.get(id)
 	if b != nil {
 		b = t.own(id, b)
 	}
 	switch {
 	case b == nil && du-min(nowu, du) <= maxRel:
 		b = &timerBlock{base: min(nowu, du), low: math.MaxInt64, epoch: t.epoch}
-		t.blocks[id] = b
+		t.blocks.set(id, b)
 	case b == nil || (!b.fits(du) && !b.rebase(du, nowu)):
 		t.addOverflow(off, du)
 		return
@@ -202,7 +202,7 @@ func (t *bitTimers) lower(id uint32, b *timerBlock, du int64) {
 // push queues it, rebuilding the queue first when stale items make up
 // most of it.
 func (t *bitTimers) push(it blockItem) {
-	if len(t.queue) > 2*len(t.blocks)+16 {
+	if len(t.queue) > 2*t.blocks.n+16 {
 		t.rebuildQueue()
 	}
 	heapPush(&t.queue, it)
@@ -212,7 +212,7 @@ func (t *bitTimers) push(it blockItem) {
 // overflow map.
 func (t *bitTimers) rebuildQueue() {
 	t.queue = t.queue[:0]
-	for id, b := range t.blocks {
+	for id, b := range t.blocks.all() {
 		t.queue = append(t.queue, blockItem{at: b.low, id: id})
 	}
 	if t.over != nil {
@@ -251,14 +251,14 @@ func (t *bitTimers) removeFrom(id uint32, b *timerBlock, bit uint) {
 	b.remove(bit)
 	t.n--
 	if len(b.dl) == 0 {
-		delete(t.blocks, id)
+		t.blocks.remove(id)
 	}
 }
 
 // disarm drops the deadline of off and reports whether it had one.
 func (t *bitTimers) disarm(off uint32) bool {
 	id, bit := off>>blockShift, uint(off&(blockSize-1))
-	if b := t.blocks[id]; b != nil && b.has(bit) {
+	if b := t.blocks.get(id); b != nil && b.has(bit) {
 		t.removeFrom(id, t.own(id, b), bit)
 		return true
 	}
@@ -269,7 +269,7 @@ func (t *bitTimers) disarm(off uint32) bool {
 // is not set, according to isSet.
 func (t *bitTimers) disarmCleared(lo, hi uint64, isSet func(uint32) bool) {
 	for id := lo >> blockShift; id <= (hi-1)>>blockShift && hi > lo; id++ {
-		b := t.blocks[uint32(id)]
+		b := t.blocks.get(uint32(id))
 		if b == nil {
 			continue
 		}
@@ -302,7 +302,7 @@ func (t *bitTimers) sweep(due int64, out []uint32) []uint32 {
 			}
 			continue
 		}
-		b := t.blocks[it.id]
+		b := t.blocks.get(it.id)
 		if b == nil || b.low != it.at {
 			continue // stale: the block was re-queued or dropped
 		}
@@ -311,7 +311,7 @@ func (t *bitTimers) sweep(due int64, out []uint32) []uint32 {
 		out = b.sweep(it.id, due, out)
 		t.n -= len(out) - start
 		if len(b.dl) == 0 {
-			delete(t.blocks, it.id)
+			t.blocks.remove(it.id)
 			continue
 		}
 		heapPush(&t.queue, blockItem{at: b.low, id: it.id})
@@ -345,11 +345,6 @@ func (t *bitTimers) sweepOverflow(due int64, out []uint32) []uint32 {
 // eachSorted calls f for every armed bit in offset order, with its
 // deadline in units.
 func (t *bitTimers) eachSorted(f func(off uint32, du int64)) {
-	ids := make([]uint32, 0, len(t.blocks))
-	for id := range t.blocks {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
 	over := make([]uint32, 0, len(t.over))
 	for off := range t.over {
 		over = append(over, off)
@@ -360,8 +355,8 @@ func (t *bitTimers) eachSorted(f func(off uint32, du int64)) {
 			f(over[0], t.over[over[0]])
 		}
 	}
-	for _, id := range ids {
-		t.blocks[id].each(id, func(off uint32, du int64) {
+	for id, b := range t.blocks.all() {
+		b.each(id, func(off uint32, du int64) {
 			overBelow(uint64(off))
 			f(off, du)
 		})
@@ -383,14 +378,14 @@ func (b *timerBlock) each(id uint32, f func(off uint32, du int64)) {
 // clone returns a copy that no store heap knows yet. It shares the
 // blocks, copy-on-write: both sides get a new epoch, so each copies a
 // block before changing it (see own). A snapshot clones every value under
-// the store's lock; this makes the timers' part a copy of the block map,
+// the store's lock; this makes the timers' part a copy of the directory,
 // not of some 100 MB of deadlines for 50M armed bits.
 func (t *bitTimers) clone() *bitTimers {
 	if t == nil {
 		return nil
 	}
 	c := &bitTimers{
-		blocks:  maps.Clone(t.blocks),
+		blocks:  t.blocks.clone(),
 		queue:   slices.Clone(t.queue),
 		over:    maps.Clone(t.over),
 		overLow: t.overLow,
@@ -416,8 +411,8 @@ func (t *bitTimers) memoryUsage() int64 {
 		return 0
 	}
 	n := timersSize + int64(cap(t.queue))*blockItemLen
-	n += int64(len(t.blocks)) * (4 + 8 + mapSlotSize)
-	for _, b := range t.blocks {
+	n += t.blocks.memoryUsage()
+	for _, b := range t.blocks.all() {
 		n += blockStruct + int64(cap(b.dl))*2
 	}
 	return n + int64(len(t.over))*(4+8+mapSlotSize)

@@ -613,7 +613,7 @@ func checkTimerInvariants(t testing.TB, s *Store, db int, e *entry) {
 		queued[it] = true
 	}
 	n := 0
-	for id, b := range tm.blocks {
+	for id, b := range tm.blocks.all() {
 		armed := 0
 		for _, w := range b.armed {
 			armed += bits.OnesCount64(w)
@@ -639,6 +639,7 @@ func checkTimerInvariants(t testing.TB, s *Store, db int, e *entry) {
 	if n += len(tm.over); n != tm.n {
 		t.Fatalf("key %q: %d armed bits, counted %d", e.key, n, tm.n)
 	}
+	checkBlockDir(t, e.key, &tm.blocks)
 	tm.eachSorted(func(off uint32, _ int64) {
 		if !e.v.bm.Contains(off) {
 			t.Fatalf("key %q: armed bit %d is not set", e.key, off)
@@ -712,5 +713,30 @@ func TestBitTimerModel(t *testing.T) {
 		if total[path] < 20 {
 			t.Errorf("the model test ran the %s path %d times only", path, total[path])
 		}
+	}
+}
+
+// checkBlockDir checks the counts of a block directory against its
+// contents: no empty page is kept, and every count is its page's.
+func checkBlockDir(t testing.TB, key string, d *blockDir) {
+	t.Helper()
+	total := 0
+	for p, pg := range d.pages {
+		if pg == nil {
+			continue
+		}
+		n := 0
+		for _, b := range pg.blocks {
+			if b != nil {
+				n++
+			}
+		}
+		if n == 0 || n != pg.n {
+			t.Fatalf("key %q: page %d holds %d blocks, counts %d", key, p, n, pg.n)
+		}
+		total += n
+	}
+	if total != d.n {
+		t.Fatalf("key %q: directory holds %d blocks, counts %d", key, total, d.n)
 	}
 }

@@ -84,7 +84,7 @@ func TestBitTimerEnds(t *testing.T) {
 	do(s, now, "BITPSETEX k 30000000 4294967291") // 8 hours: the overflow map
 	s.mu.RLock()
 	tm := s.mu.dbs[0].keys["k"].v.t
-	if tm.over == nil || len(tm.over) != 1 || tm.blocks[1<<22-1] == nil {
+	if tm.over == nil || len(tm.over) != 1 || tm.blocks.get(1<<22-1) == nil {
 		t.Fatalf("expected one overflow bit and the last block, got %v %v", tm.over, tm.blocks)
 	}
 	s.mu.RUnlock()

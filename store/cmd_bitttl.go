@@ -335,7 +335,7 @@ func (t *bitTimers) recent(after, limit int64) (int64, []recentBit) {
 			heapDown(top, 0)
 		}
 	}
-	for id, b := range t.blocks {
+	for id, b := range t.blocks.all() {
 		if b.base+maxRel <= after {
 			continue // no deadline of the block can be recent
 		}
