@@ -541,13 +541,18 @@ func (d churnDay) first() []uint64 {
 	return words
 }
 
-// advance turns the dense bitmap of snapshot k's ids into snapshot k+1's.
-func (d churnDay) advance(words []uint64, k int) {
+// advance turns the dense bitmap of snapshot k's ids into snapshot k+1's
+// and returns the ids that changed between the two.
+func (d churnDay) advance(words []uint64, k int) *roaring.Bitmap {
+	flips := roaring.New()
 	for j := range d.leave {
 		gone, joined := d.id(k, j), d.id(k, d.online+j)
 		words[gone/64] &^= 1 << (gone % 64)
 		words[joined/64] |= 1 << (joined % 64)
+		flips.Add(gone)
+		flips.Add(joined)
 	}
+	return flips
 }
 
 // snapshotDay is the day of minute snapshots: the first at start (unix
@@ -561,17 +566,22 @@ type snapshotDay struct {
 }
 
 // record records the snapshots into h as the store would, with the count
-// at each snapshot, and keeps the last bitmap.
+// at each snapshot and the ids changed since the previous one, and keeps
+// the last bitmap.
 func (d *snapshotDay) record(h *history.History) {
 	words := d.first()
 	for k := range d.n {
+		var flips *roaring.Bitmap
 		if k > 0 {
-			d.advance(words, k-1)
+			flips = d.advance(words, k-1)
 		}
 		bm := roaring.FromDense(words, true)
 		ts := d.start + int64(k)*snapshotEvery.Milliseconds()
+		since := ts - snapshotEvery.Milliseconds()
 		h.RecordCount(ts, 0, membersKey, bm.GetCardinality())
-		h.RecordBitmap(ts, 0, membersKey, bm, d.byteLen)
+		if flips == nil || !h.RecordChanges(ts, 0, membersKey, bm, d.byteLen, flips, since) {
+			h.RecordBitmap(ts, 0, membersKey, bm, d.byteLen, flips, since)
+		}
 		h.Advance(ts)
 	}
 	d.last = roaring.FromDense(words, true)

@@ -126,22 +126,31 @@ func churnHistory(b *testing.B, snapshots int, cacheBytes int64, fullEvery int) 
 		}
 	}
 	var times []int64
+	flip := func(flips *roaring.Bitmap, x uint32) {
+		if !flips.CheckedAdd(x) {
+			flips.Remove(x)
+		}
+	}
 	for i := 0; i < snapshots; i++ {
+		var flips *roaring.Bitmap
 		if i > 0 {
+			flips = roaring.New()
 			for j := 0; j < churn; j++ {
 				k := rng.Intn(len(members))
 				bm.Remove(members[k])
+				flip(flips, members[k])
 				for {
 					x := uint32(rng.Intn(space))
 					if bm.CheckedAdd(x) {
 						members[k] = x
+						flip(flips, x)
 						break
 					}
 				}
 			}
 		}
 		ts := t0 + int64(i)*minute
-		h.RecordBitmap(ts, 0, "online", bm.Clone(), space/8)
+		h.RecordBitmap(ts, 0, "online", bm.Clone(), space/8, flips, ts-minute)
 		h.Advance(ts)
 		times = append(times, ts)
 	}

@@ -1,10 +1,12 @@
 package history
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	bolt "go.etcd.io/bbolt"
 )
 
 // checkBitmapAt fails unless the snapshot of key "k" read at ts is want.
@@ -27,7 +29,7 @@ func TestRecordChanges(t *testing.T) {
 	r := newRecorder(4)
 	prev := roaring.New()
 	ts := t0
-	h.RecordBitmap(ts, 0, "k", prev.Clone(), 0)
+	h.RecordBitmap(ts, 0, "k", prev.Clone(), 0, nil, 0)
 	for i := range 200 {
 		cur := prev.Clone()
 		r.mutate(cur)
@@ -41,7 +43,7 @@ func TestRecordChanges(t *testing.T) {
 			t.Fatalf("round %d: changes taken %v, want %v", i, took, want)
 		}
 		if !took {
-			h.RecordBitmap(ts, 0, "k", cur.Clone(), 10)
+			h.RecordBitmap(ts, 0, "k", cur.Clone(), 10, flips, ts-100)
 		}
 		h.Advance(ts)
 		if err := h.Sync(); err != nil {
@@ -64,15 +66,15 @@ func TestRecordChangesAfterReplay(t *testing.T) {
 	cfg := testConfig(t, "1m:1d")
 	h := mustOpen(t, cfg)
 	s1, s2, s3 := roaring.BitmapOf(1, 2, 3), roaring.BitmapOf(2, 3, 70000), roaring.BitmapOf(3, 9, 70001)
-	h.RecordBitmap(t0+100, 0, "k", s1.Clone(), 10)
-	h.RecordBitmap(t0+200, 0, "k", s2.Clone(), 10)
+	h.RecordBitmap(t0+100, 0, "k", s1.Clone(), 10, nil, 0)
+	h.RecordBitmap(t0+200, 0, "k", s2.Clone(), 10, nil, 0)
 	h.Advance(t0 + 200)
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	h = mustOpen(t, cfg)
-	h.RecordBitmap(t0+100, 0, "k", s1.Clone(), 10) // replayed: skipped
+	h.RecordBitmap(t0+100, 0, "k", s1.Clone(), 10, nil, 0) // replayed: skipped
 	if !h.RecordChanges(t0+200, 0, "k", s2, 10, roaring.Xor(s1, s2), t0+100) {
 		t.Fatal("changes refused")
 	}
@@ -90,9 +92,69 @@ func TestRecordChangesAfterReplay(t *testing.T) {
 	}
 
 	h = mustOpen(t, cfg)
-	h.RecordBitmap(t0+50, 0, "k", s1.Clone(), 10) // skipped, and not the file's last
+	h.RecordBitmap(t0+50, 0, "k", s1.Clone(), 10, nil, 0) // skipped, and not the file's last
 	h.RecordChanges(t0+400, 0, "k", s1, 10, roaring.BitmapOf(5), t0+50)
 	if err := h.Sync(); err == nil || !strings.Contains(err.Error(), "last snapshot is at") {
 		t.Fatalf("changes on top of a snapshot that is not the file's last: %v", err)
+	}
+}
+
+// snapKinds returns the kind of each snapshot of key "k", in time order.
+func snapKinds(t *testing.T, h *History) []byte {
+	t.Helper()
+	var kinds []byte
+	err := h.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketBitmaps).Bucket([]byte(seriesName(0, "k")))
+		return b.ForEach(func(k, _ []byte) error {
+			sn, err := parseSnap(snapValue(b, k))
+			kinds = append(kinds, sn.kind)
+			return err
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kinds
+}
+
+// TestRecordBitmapWithFlips records whole bitmaps with the bits changed
+// since the one before: they are stored as those changes but every
+// FullEvery-th, which is stored whole; changes since any other snapshot
+// are ignored, and so is a whole bitmap stored without any.
+func TestRecordBitmapWithFlips(t *testing.T) {
+	cfg := testConfig(t, "1m:1d")
+	cfg.FullEvery = 4
+	h := mustOpen(t, cfg)
+	r := newRecorder(5)
+	prev := roaring.New()
+	var want []byte
+	for i := range 12 {
+		cur := prev.Clone()
+		r.mutate(cur)
+		ts := t0 + int64(i)*100
+		switch {
+		case i == 0:
+			h.RecordBitmap(ts, 0, "k", cur.Clone(), 10, nil, 0)
+			want = append(want, snapFull)
+		case i == 6: // changes since an older snapshot
+			h.RecordBitmap(ts, 0, "k", cur.Clone(), 10, roaring.Xor(prev, cur), ts-200)
+			want = append(want, snapFull)
+		default:
+			h.RecordBitmap(ts, 0, "k", cur.Clone(), 10, roaring.Xor(prev, cur), ts-100)
+			if n := len(want) - bytes.LastIndexByte(want, snapFull); n < cfg.FullEvery {
+				want = append(want, snapXor)
+			} else {
+				want = append(want, snapFull)
+			}
+		}
+		h.Advance(ts)
+		if err := h.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		checkBitmapAt(t, h, ts, cur)
+		prev = cur
+	}
+	if got := snapKinds(t, h); !bytes.Equal(got, want) {
+		t.Fatalf("snapshot kinds %v, want %v (full %d, xor %d)", got, want, snapFull, snapXor)
 	}
 }

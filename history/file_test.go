@@ -230,7 +230,7 @@ func TestBackpressure(t *testing.T) {
 			defer wg.Done()
 			for i := int64(1); i <= 60; i++ {
 				h.RecordCount(t0+i*100, g, "k", uint64(i))
-				h.RecordBitmap(t0+i*100, g, "k", bitmapOf(uint32(i)), 1+uint64(i)/8)
+				h.RecordBitmap(t0+i*100, g, "k", bitmapOf(uint32(i)), 1+uint64(i)/8, nil, 0)
 				if g == 0 {
 					h.Advance(t0 + i*100)
 				}

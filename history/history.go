@@ -90,7 +90,7 @@ type op struct {
 	count   uint64
 	bm      *roaring.Bitmap
 	byteLen uint64
-	flips   *roaring.Bitmap // opChanges: the bits changed since the snapshot at since
+	flips   *roaring.Bitmap // opChanges, opBitmap (may be nil): the bits changed since the snapshot at since
 	since   int64
 	cards   []byte // opChanges: the container counts of the bitmap they make
 	restore *restoreReq
@@ -254,12 +254,21 @@ func (h *History) RecordCount(ts int64, db int, key string, count uint64) {
 	}
 }
 
-// RecordBitmap records the key's whole bitmap as of boundary ts; the History
-// owns bm from then on.
-func (h *History) RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64) {
-	if len(key) <= maxKeyLen {
-		h.enqueue(op{kind: opBitmap, ts: ts, series: seriesName(db, key), bm: bm, byteLen: byteLen}, 64+int64(bm.GetSizeInBytes()))
+// RecordBitmap records the key's whole bitmap as of boundary ts. flips,
+// when not nil, are the bits changed since the key's snapshot at boundary
+// since (the XOR of the two bitmaps): with them the snapshot may be
+// stored as that XOR, or a full one keep it for reading backwards. They
+// are ignored unless the snapshot at since is the key's last. The History
+// owns bm and flips from then on.
+func (h *History) RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64, flips *roaring.Bitmap, since int64) {
+	if len(key) > maxKeyLen {
+		return
 	}
+	size := 64 + int64(bm.GetSizeInBytes())
+	if flips != nil {
+		size += int64(flips.GetSizeInBytes())
+	}
+	h.enqueue(op{kind: opBitmap, ts: ts, series: seriesName(db, key), bm: bm, byteLen: byteLen, flips: flips, since: since}, size)
 }
 
 // RecordChanges records the key's bitmap as of boundary ts, bm, as its

@@ -196,7 +196,11 @@ func (r *recorder) step(h *History) {
 						return
 					}
 				}
-				h.RecordBitmap(ts, k.db, k.key, snapBm.Clone(), byteLen)
+				var fl *roaring.Bitmap
+				if flips != nil {
+					fl = flips.Clone()
+				}
+				h.RecordBitmap(ts, k.db, k.key, snapBm.Clone(), byteLen, fl, since)
 			})
 		}
 	}

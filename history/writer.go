@@ -3,7 +3,6 @@ package history
 import (
 	"fmt"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -29,7 +28,6 @@ type seriesState struct {
 	snapLoaded bool
 	snapTs     int64
 	snapIdx    uint32
-	snap       *roaring.Bitmap // the last snapshot, nil if none or not held
 }
 
 // batchStats collects the changes of one transaction to the meta counters.
@@ -258,43 +256,42 @@ func (w *writer) recordBitmap(tx *bolt.Tx, s *seriesState, o *op, st *batchStats
 	if o.ts <= s.snapTs {
 		return nil // replayed
 	}
-	cur, v, idx, err := w.encode(s, o)
+	v, idx, err := w.encode(s, o)
 	if err != nil {
 		return err
 	}
 	if err := putSnap(b, o.ts, v); err != nil {
 		return err
 	}
-	s.snap, s.snapIdx, s.snapTs = cur, idx, o.ts
+	s.snapIdx, s.snapTs = idx, o.ts
 	st.snaps++
 	return nil
 }
 
-// encode returns the value of o's snapshot, its chain position and the
-// bitmap the writer keeps as the series' last (nil when it does not have
-// it). A whole bitmap is encoded against the series' last snapshot when
-// the writer has that (see encodeSnap), else in full; an opChanges is its
-// flips, the XOR against the series' last snapshot, which must be the one
-// at o.since.
-func (w *writer) encode(s *seriesState, o *op) (cur *roaring.Bitmap, v []byte, idx uint32, err error) {
+// encode returns the value of o's snapshot and its chain position. A whole
+// bitmap is encoded against the series' last snapshot when its flips are
+// the changes since that one (see encodeSnap), else in full: the writer
+// keeps no bitmap, which would hold on to containers the live key has
+// replaced since. An opChanges is its flips, the XOR against the series'
+// last snapshot, which must be the one at o.since.
+func (w *writer) encode(s *seriesState, o *op) (v []byte, idx uint32, err error) {
 	if o.kind == opBitmap {
 		var d []byte
-		if s.snap != nil {
-			if d, err = serializeXor(roaring.Xor(s.snap, o.bm)); err != nil {
-				return nil, nil, 0, err
+		if o.flips != nil && o.since == s.snapTs {
+			if d, err = serializeXor(o.flips); err != nil {
+				return nil, 0, err
 			}
 		}
-		v, idx, err = encodeSnap(d, s.snapIdx, o.bm, o.byteLen, w.h.cfg.FullEvery)
-		return o.bm, v, idx, err
+		return encodeSnap(d, s.snapIdx, o.bm, o.byteLen, w.h.cfg.FullEvery)
 	}
 	if s.snapTs != o.since {
-		return nil, nil, 0, fmt.Errorf("history: changes to %s since %d, but its last snapshot is at %d", o.series, o.since, s.snapTs)
+		return nil, 0, fmt.Errorf("history: changes to %s since %d, but its last snapshot is at %d", o.series, o.since, s.snapTs)
 	}
 	d, err := serializeXor(o.flips)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, 0, err
 	}
-	return nil, append(valueHeader(snapXor, s.snapIdx+1, o.byteLen, o.cards, len(d)), d...), s.snapIdx + 1, nil
+	return append(valueHeader(snapXor, s.snapIdx+1, o.byteLen, o.cards, len(d)), d...), s.snapIdx + 1, nil
 }
 
 // purge deletes the series' points and snapshots and marks it purged at o.ts.

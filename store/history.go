@@ -61,8 +61,10 @@ type HistorySink interface {
 	// was count.
 	RecordCount(ts int64, db int, key string, count uint64)
 	// RecordBitmap records the key's whole bitmap as of boundary ts; bm
-	// is a private clone the sink owns.
-	RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64)
+	// is a private clone the sink owns. flips, when not nil, are the bits
+	// changed since the key's snapshot at boundary since, also the
+	// sink's.
+	RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64, flips *roaring.Bitmap, since int64)
 	// RecordChanges records the key's bitmap as of boundary ts, bm, as
 	// the key's snapshot at boundary since with the bits of flips flipped
 	// (flips is the sink's from then on; bm is the key's live bitmap,
@@ -313,14 +315,15 @@ func (s *Store) recordBitmaps(h *history, b int64) {
 	r := &s.mu.rec
 	for db, m := range r.snap {
 		for _, key := range sortedKeys(m) {
-			if flips, since := s.takeChanges(db, key, b); flips != nil {
+			flips, since := s.takeChanges(db, key, b)
+			if flips != nil {
 				v := &s.mu.dbs[db].keys[key].v
 				if h.sink.RecordChanges(b, db, key, v.bm, uint64(v.n), flips, since) {
 					continue
 				}
 			}
 			bm, n := s.bitmapOf(db, key)
-			h.sink.RecordBitmap(b, db, key, bm, n)
+			h.sink.RecordBitmap(b, db, key, bm, n, flips, since)
 		}
 		clear(m)
 	}

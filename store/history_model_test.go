@@ -40,6 +40,20 @@ type recordingSink struct {
 	refuseChanges bool
 	changes       int // snapshots taken as changes
 	wrongLive     int // changes whose live bitmap was not the one they make
+	flipsChecked  int // whole bitmaps given with the changes since the last one
+	wrongFlips    int // those whose changes do not make them
+}
+
+// checkChanges fails t if the store offered changes that do not make the
+// bitmap they came with.
+func (r *recordingSink) checkChanges(t testing.TB) {
+	t.Helper()
+	if r.wrongLive > 0 {
+		t.Fatalf("%d changes came with a live bitmap they do not make", r.wrongLive)
+	}
+	if r.wrongFlips > 0 {
+		t.Fatalf("%d of %d whole bitmaps came with changes that do not make them", r.wrongFlips, r.flipsChecked)
+	}
 }
 
 // snapAt is a snapshot a sink received.
@@ -52,7 +66,13 @@ func (r *recordingSink) RecordCount(ts int64, db int, key string, count uint64) 
 	r.calls = append(r.calls, histCall{kind: "count", ts: ts, db: db, key: key, count: count})
 }
 
-func (r *recordingSink) RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64) {
+func (r *recordingSink) RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64, flips *roaring.Bitmap, since int64) {
+	if prev, ok := r.last[hmRef{db, key}]; ok && flips != nil && prev.ts == since {
+		r.flipsChecked++
+		if !bm.Equals(roaring.Xor(prev.bm, flips)) {
+			r.wrongFlips++
+		}
+	}
 	r.calls = append(r.calls, histCall{kind: "bitmap", ts: ts, db: db, key: key, bits: bm.ToArray(), byteLen: byteLen})
 	if r.last == nil {
 		r.last = map[hmRef]snapAt{}
@@ -66,7 +86,7 @@ func (r *recordingSink) RecordChanges(ts int64, db int, key string, bm *roaring.
 		return false
 	}
 	r.changes++
-	r.RecordBitmap(ts, db, key, roaring.Xor(prev.bm, flips), byteLen)
+	r.RecordBitmap(ts, db, key, roaring.Xor(prev.bm, flips), byteLen, nil, 0)
 	if !bm.Equals(roaring.Xor(prev.bm, flips)) {
 		r.wrongLive++
 	}
@@ -552,9 +572,7 @@ func (mt *histModelTest) finish() {
 	}
 	mt.stats["changes"] = mt.sink.changes
 	mt.t.Logf("calls checked: %v", mt.stats)
-	if mt.sink.wrongLive > 0 {
-		mt.t.Fatalf("%d changes came with a live bitmap they do not make", mt.sink.wrongLive)
-	}
+	mt.sink.checkChanges(mt.t)
 	for _, k := range []string{"count", "bitmap", "changes", "purge", "twin"} {
 		if mt.stats[k] == 0 {
 			mt.t.Errorf("no %s in the run: %v", k, mt.stats)

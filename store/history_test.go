@@ -339,10 +339,12 @@ func TestHistoryDirtyKeyAllocatesNothing(t *testing.T) {
 // discardSink drops what it receives.
 type discardSink struct{}
 
-func (discardSink) RecordCount(int64, int, string, uint64)                   {}
-func (discardSink) RecordBitmap(int64, int, string, *roaring.Bitmap, uint64) {}
-func (discardSink) Advance(int64)                                            {}
-func (discardSink) Purge(int64, int, string)                                 {}
+func (discardSink) RecordCount(int64, int, string, uint64) {}
+func (discardSink) Advance(int64)                          {}
+func (discardSink) Purge(int64, int, string)               {}
+
+func (discardSink) RecordBitmap(int64, int, string, *roaring.Bitmap, uint64, *roaring.Bitmap, int64) {
+}
 
 func (discardSink) RecordChanges(int64, int, string, *roaring.Bitmap, uint64, *roaring.Bitmap, int64) bool {
 	return true
@@ -436,11 +438,13 @@ func TestBitChangesFollowEdits(t *testing.T) {
 	if got, want := callsOf(sink.calls), callsOf(wholeSink.calls); got != want {
 		t.Fatalf("recorded with changes:\n%.3000s\nwhole:\n%.3000s", got, want)
 	}
-	if sink.wrongLive > 0 {
-		t.Fatalf("%d changes came with a live bitmap they do not make", sink.wrongLive)
-	}
+	sink.checkChanges(t)
+	wholeSink.checkChanges(t)
 	if sink.changes < bitmaps/4 || sink.changes == bitmaps {
 		t.Fatalf("%d snapshots, %d as changes: want most, not all", bitmaps, sink.changes)
+	}
+	if wholeSink.flipsChecked != sink.changes {
+		t.Fatalf("%d whole bitmaps came with their changes, want %d", wholeSink.flipsChecked, sink.changes)
 	}
 }
 
