@@ -44,8 +44,11 @@ import (
 // new item, and an item whose bound is no longer its block's (or key's)
 // is skipped when it comes up. A block that comes up is scanned once,
 // loses its passed bits, and is queued again at its earliest deadline;
-// within a block only the 64-offset words whose bound (mins) has passed
-// are read. The cost of a tick is proportional to the blocks that hold a
+// within a block only the 64-offset words whose bound (mins) has passed,
+// or comes within sweepAhead, are read. In the steady state of presence
+// (every id re-armed every heartbeat interval, a few leaving) a block
+// comes up about once a TTL less an interval, when its stale bound
+// passes, and once for each id that leaves it. The cost of a tick is proportional to the blocks that hold a
 // passed deadline. When deadlines are spread evenly (presence: every id
 // re-armed with one TTL at random times) nearly every block holds one at
 // every tick, so a tick visits every block: about 12 ms for 5M armed ids
@@ -98,6 +101,10 @@ const (
 	blockSize  = 1 << blockShift
 	blockWords = blockSize / 64
 	maxRel     = math.MaxUint16
+	// sweepAhead is how far ahead (units) of the time a sweep reads a
+	// block's words: deadlines spread over a heartbeat interval give the
+	// words of a block bounds a second or two apart.
+	sweepAhead = 50
 	overflowID = math.MaxUint32 // the queue id of the overflow map
 	// maxDeadline is the latest deadline (ms) whose rounding fits int64.
 	maxDeadline = math.MaxInt64 / timerTick * timerTick
@@ -475,7 +482,8 @@ func (b *timerBlock) rebase(du, nowu int64) bool {
 // sweep disarms the bits of block id whose deadline has passed, appending
 // their offsets to out in offset order, and sets low to a lower bound of
 // the deadlines left (MaxInt64 when none is) that has not passed. Only
-// the words of armed whose bound (mins) has passed are read; the
+// the words of armed whose bound (mins) is less than sweepAhead from
+// passing are read, which makes those bounds exact; the
 // deadlines of the others move down as a run when passed ones before
 // them go.
 func (b *timerBlock) sweep(id uint32, due int64, out []uint32) []uint32 {
@@ -486,6 +494,10 @@ func (b *timerBlock) sweep(id uint32, due int64, out []uint32) []uint32 {
 		return out
 	}
 	th := uint16(max(thr, 0))
+	// Words whose bound comes due within sweepAhead are read too: their
+	// bounds become exact, where a word read only once its own bound
+	// passed would bring the block up again for each of its words.
+	ahead := uint16(min(int64(th)+sweepAhead, maxRel))
 	dl := b.dl
 	r, kept, low := 0, 0, uint16(maxRel) // read index, write index, bound
 	for w, word := range b.armed {
@@ -493,7 +505,7 @@ func (b *timerBlock) sweep(id uint32, due int64, out []uint32) []uint32 {
 		if n == 0 {
 			continue
 		}
-		if b.mins[w] >= th {
+		if b.mins[w] >= ahead {
 			if kept != r {
 				copy(dl[kept:], dl[r:r+n])
 			}

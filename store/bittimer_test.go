@@ -470,3 +470,32 @@ func TestBitTimerSnapshotIsolated(t *testing.T) {
 		t.Fatal("the changes after the snapshot changed nothing: the test tests nothing")
 	}
 }
+
+// TestHeap checks the heap helpers against a sorted slice: random pushes,
+// pops and rebuilds with heapInit, many equal items among them.
+func TestHeap(t *testing.T) {
+	rnd := rand.New(rand.NewSource(9))
+	var h []blockItem
+	var model []int64
+	for i := range 20000 {
+		switch r := rnd.Intn(10); {
+		case r < 5:
+			it := blockItem{at: rnd.Int63n(500), id: uint32(i)}
+			heapPush(&h, it)
+			model = append(model, it.at)
+		case r < 9 && len(h) > 0:
+			got := heapPop(&h).at
+			slices.Sort(model)
+			if got != model[0] {
+				t.Fatalf("step %d: popped %d, want %d", i, got, model[0])
+			}
+			model = model[1:]
+		case r == 9:
+			rnd.Shuffle(len(h), func(a, b int) { h[a], h[b] = h[b], h[a] })
+			heapInit(h)
+		}
+		if len(h) != len(model) {
+			t.Fatalf("step %d: %d items, want %d", i, len(h), len(model))
+		}
+	}
+}
