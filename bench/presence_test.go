@@ -253,8 +253,8 @@ func TestMarkdownRendersPresenceTables(t *testing.T) {
 			Redis:     Measurement{Value: 1e6, P50: time.Millisecond, P99: 3 * time.Millisecond}}}},
 		{Title: "mem", Columns: deadlineMemColumns, Rows: []Row{{Workload: "d", Target: targetDeadlineMem,
 			Presenced: Measurement{Value: 1 << 20}, Redis: Measurement{Value: 4 << 20}}}},
-		{Title: "cpu", CPUs: []CPURow{{Workload: "x", Took: 15 * time.Second, CPU: 0.031, Idle: 0.004, Limit: targetExpiryCPU},
-			{Workload: "y", Took: time.Second, CPU: 0.2, Limit: targetExpiryCPU}}},
+		{Title: "cpu", CPUs: []CPURow{{Workload: "x", Took: 15 * time.Second, CPU: 0.031, RefName: "idle", Ref: 0.004, Limit: targetExpiryCPU},
+			{Workload: "y", Took: time.Second, CPU: 0.2, RefName: "arming", Limit: targetExpiryCPU}}},
 		{Title: "lat", Window: "expiry", Pauses: []PauseRow{{Workload: "p", Server: "presenced", Took: time.Second}}},
 	}}
 	checkMarkdown(t, rep,
@@ -262,8 +262,8 @@ func TestMarkdownRendersPresenceTables(t *testing.T) {
 		"| b | 900k | 1.00M | 0.900× | ≥ 0.9× | yes | 1.00ms | 2.00ms | 1.00ms | 3.00ms |",
 		"| workload | per-bit deadlines | bitmap | ratio | target | met |",
 		"| d | 1.0 MiB | 4.0 MiB | 0.250× | ≤ 0.5× | yes |",
-		"| x | 15.00s | 3.1% of a core | 0.4% of a core | ≤ 5.0% of a core | yes |",
-		"| y | 1.00s | 20.0% of a core | 0.0% of a core | ≤ 5.0% of a core | no |",
+		"| x | 15.00s | 3.1% of a core | idle | 0.4% of a core | ≤ 5.0% of a core | yes |",
+		"| y | 1.00s | 20.0% of a core | arming | 0.0% of a core | ≤ 5.0% of a core | no |",
 		"| max during | expiry took |",
 		"| b (columns: presenced BITSETEX, presenced SETBIT) | 1.00 | 0.50 | 0.00 | 0.00 |",
 	)

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/presenced/presenced/store"
+)
+
+// The steady state of presence, as the per-bit expiry issue states it:
+// ExpiryIDs users online in Space, each heartbeating every steadyEvery
+// with a heartbeatTTL deadline, while steadyChurn percent of them leave
+// (stop heartbeating, so that they expire) and as many others join every
+// steadyEvery. That is 1.7M heartbeats a second for 50M users, beyond
+// what this machine's load generator sends over the network, so the
+// state machine runs in process: a store.Store fed, as the server feeds
+// it, with a tick at every 100 ms of log time (the expiry work) and
+// between ticks the BITPSETEX commands of the heartbeats due then.
+
+const (
+	steadyEvery  = 30 * time.Second
+	steadyChurn  = 1 // percent of the users, every steadyEvery
+	steadyTick   = store.HistoryTick * time.Millisecond
+	steadyBatch  = 1000 // ids per BITPSETEX command
+	steadyKey    = "online:steady"
+	steadyCycles = 5 // steadyEvery cycles simulated; the last two are measured
+)
+
+// steadyPlan says who heartbeats when: the user with index j (id
+// perm.at(j)) is online in cycle c when c*leave <= j < c*leave+online,
+// and heartbeats in the tick j % ticks of each cycle it is online in.
+type steadyPlan struct {
+	perm          permutation
+	online, leave uint64
+	ticks         uint64 // ticks in a cycle
+}
+
+// due appends to ids the users that heartbeat at tick k (from the start).
+func (p steadyPlan) due(k uint64, ids []uint32) []uint32 {
+	c, phase := k/p.ticks, k%p.ticks
+	lo, hi := c*p.leave, c*p.leave+p.online
+	for j := lo + (phase+p.ticks-lo%p.ticks)%p.ticks; j < hi; j += p.ticks {
+		ids = append(ids, uint32(p.perm.at(j)))
+	}
+	return ids
+}
+
+// alive counts the users whose last heartbeat before tick end was less
+// than ttl ticks earlier, which a key must hold at tick end.
+func (p steadyPlan) alive(end, ttl uint64) uint64 {
+	var n uint64
+	for j := range (end/p.ticks)*p.leave + p.online {
+		// The last cycle j is online in, c, and its heartbeat's tick.
+		c := end / p.ticks
+		if p.leave > 0 {
+			c = min(c, j/p.leave)
+		}
+		last := c*p.ticks + j%p.ticks
+		if last >= end { // not sent yet in cycle c: the cycle before's
+			if c == 0 || j >= (c-1)*p.leave+p.online {
+				continue
+			}
+			last -= p.ticks
+		}
+		if last+ttl >= end {
+			n++
+		}
+	}
+	return n
+}
+
+// steadyExpiry simulates steadyCycles cycles of the steady state and
+// returns the time the ticks took in the last two (the expiry work), the
+// time arming the heartbeats took in them, and their log-time length.
+// The first cycle arms everyone; from heartbeatTTL on, deadlines come
+// due. It checks the key's count at the end against the plan.
+func (s *suite) steadyExpiry() (sweep, arm, window time.Duration, err error) {
+	ticks := uint64(steadyEvery / steadyTick)
+	p := steadyPlan{perm: newPermutation(s.cfg.Space, s.cfg.Seed), online: s.cfg.ExpiryIDs,
+		leave: s.cfg.ExpiryIDs * steadyChurn / 100, ticks: ticks}
+	st := store.New()
+	var out store.Replies
+	start := time.Now().UnixMilli()
+	end, from := steadyCycles*ticks, (steadyCycles-2)*ticks
+	ttl := strconv.Itoa(heartbeatTTL * 1000)
+	var ids []uint32
+	var cmds []store.Command
+	var digits []byte // of the ids of a tick's commands; a grown copy leaves the earlier ones intact
+	for k := range end + 1 {
+		now := start + int64(k)*steadyTick.Milliseconds()
+		t := time.Now()
+		out.Reset()
+		st.Apply(nil, now, &out)
+		if k >= from && k < end {
+			sweep += time.Since(t)
+		}
+		if k == end {
+			break
+		}
+		ids = p.due(k, ids[:0])
+		slices.Sort(ids) // a tick's heartbeats share one deadline: their order is free
+		cmds, digits = cmds[:0], digits[:0]
+		for i := 0; i < len(ids); i += steadyBatch {
+			args := [][]byte{[]byte("BITPSETEX"), []byte(steadyKey), []byte(ttl)}
+			for _, id := range ids[i:min(i+steadyBatch, len(ids))] {
+				from := len(digits)
+				digits = strconv.AppendUint(digits, uint64(id), 10)
+				args = append(args, digits[from:])
+			}
+			cmds = append(cmds, store.Command{Args: args})
+		}
+		t = time.Now()
+		out.Reset()
+		st.Apply(cmds, now, &out)
+		if k >= from {
+			arm += time.Since(t)
+		}
+	}
+	out.Reset()
+	st.Read([]store.Command{{Args: [][]byte{[]byte("BITCOUNT"), []byte(steadyKey)}}}, start+int64(end)*steadyTick.Milliseconds(), &out)
+	want := p.alive(end, uint64(heartbeatTTL*time.Second/steadyTick))
+	if got := string(out.Reply(0)); got != fmt.Sprintf(":%d\r\n", want) {
+		return 0, 0, 0, fmt.Errorf("steady expiry: BITCOUNT %s gave %q, want %d", steadyKey, got, want)
+	}
+	return sweep, arm, time.Duration(end-from) * steadyTick, nil
+}
+
+// steadyRow measures the steady state (see steadyExpiry) as a CPU row.
+func (s *suite) steadyRow() (CPURow, error) {
+	sweep, arm, window, err := s.steadyExpiry()
+	if err != nil {
+		return CPURow{}, err
+	}
+	s.logf("steady expiry: ticks took %v, heartbeats %v, over %v of log time", sweep, arm, window)
+	return CPURow{Workload: fmt.Sprintf("steady state: %s online in %s, heartbeats every %v, %ds TTL, %d%% churn (in process)",
+		count(s.cfg.ExpiryIDs), count(s.cfg.Space), steadyEvery, heartbeatTTL, steadyChurn),
+		Took: window, CPU: sweep.Seconds() / window.Seconds(),
+		RefName: "applying the heartbeats", Ref: arm.Seconds() / window.Seconds(), Limit: targetExpiryCPU}, nil
+}
