@@ -500,18 +500,25 @@ func (b *timerBlock) sweep(id uint32, due int64, out []uint32) []uint32 {
 	ahead := uint16(min(int64(th)+sweepAhead, maxRel))
 	dl := b.dl
 	r, kept, low := 0, 0, uint16(maxRel) // read index, write index, bound
+	// The deadlines of the words skipped since the last word read,
+	// dl[skipped:r], move down to end at kept in one copy, before the
+	// next word is read or at the end.
+	skipped := 0
+	moveSkipped := func() {
+		if kept != r {
+			copy(dl[kept-(r-skipped):kept], dl[skipped:r])
+		}
+	}
 	for w, word := range b.armed {
 		n := bits.OnesCount64(word)
 		if n == 0 {
 			continue
 		}
 		if b.mins[w] >= ahead {
-			if kept != r {
-				copy(dl[kept:], dl[r:r+n])
-			}
 			r, kept, low = r+n, kept+n, min(low, b.mins[w])
 			continue
 		}
+		moveSkipped()
 		m := uint16(maxRel)
 		for ; word != 0; word &= word - 1 {
 			rel := dl[r]
@@ -528,7 +535,9 @@ func (b *timerBlock) sweep(id uint32, due int64, out []uint32) []uint32 {
 		}
 		b.mins[w] = m
 		low = min(low, m)
+		skipped = r
 	}
+	moveSkipped()
 	b.dl = dl[:kept]
 	if cap(b.dl) > 32 && cap(b.dl) > 4*kept {
 		b.dl = slices.Clip(slices.Clone(b.dl))
