@@ -48,8 +48,8 @@ import (
 // or comes within sweepAhead, are read. In the steady state of presence
 // (every id re-armed every heartbeat interval, a few leaving) a block
 // comes up about once a TTL less an interval, when its stale bound
-// passes, and once for each id that leaves it. The cost of a tick is proportional to the blocks that hold a
-// passed deadline. When deadlines are spread evenly (presence: every id
+// passes, and once for each id that leaves it. The cost of a tick is
+// proportional to the blocks that hold a passed deadline. When deadlines are spread evenly (presence: every id
 // re-armed with one TTL at random times) nearly every block holds one at
 // every tick, so a tick visits every block: about 12 ms for 5M armed ids
 // in 10M, memory latency rather than arithmetic. A wheel of per-slot
