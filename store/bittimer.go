@@ -37,9 +37,10 @@ import (
 // path, meant for the rare long TTL.
 //
 // Expiry never scans what is not due. Each block keeps a lower bound of
-// its earliest deadline, low, and the key a min-heap (queue) of blocks by
-// that bound; the store keeps a min-heap of keys by the bound of their
-// first block. Both heaps are lazy, as the key expiry heap is: arming a
+// its earliest deadline, low, and the key a queue of blocks by that bound
+// (a heap, with a calendar of per-unit slots once it is large: see
+// blockQueue); the store keeps a min-heap of keys by the bound of their
+// first block. Both queues are lazy, as the key expiry heap is: arming a
 // later deadline (a heartbeat) leaves them alone, an earlier one pushes a
 // new item, and an item whose bound is no longer its block's (or key's)
 // is skipped when it comes up. A block that comes up is scanned once,
@@ -49,16 +50,15 @@ import (
 // (every id re-armed every heartbeat interval, a few leaving) a block
 // comes up about once a TTL less an interval, when its stale bound
 // passes, and once for each id that leaves it. The cost of a tick is
-// proportional to the blocks that hold a passed deadline. When deadlines are spread evenly (presence: every id
-// re-armed with one TTL at random times) nearly every block holds one at
-// every tick, so a tick visits every block: about 12 ms for 5M armed ids
-// in 10M, memory latency rather than arithmetic. A wheel of per-slot
+// proportional to the blocks that hold a passed deadline, each visit a
+// few cache misses (the block, its deadlines, the bitmap's container)
+// rather than arithmetic. A wheel of per-slot
 // bitmaps would visit only the slot's ids but pay for re-arms in a second
 // place; we chose the blocks for their O(1) re-arm, exact deadlines and
 // memory.
 type bitTimers struct {
-	blocks blockDir    // by offset >> blockShift
-	queue  []blockItem // min-heap of blocks (and the overflow) by bound
+	blocks blockDir   // by offset >> blockShift
+	queue  blockQueue // blocks (and the overflow) by bound
 	// over holds the deadlines (units) too far ahead for a block, and
 	// overLow a lower bound of them, the at of their queue item.
 	over    map[uint32]int64
@@ -209,23 +209,22 @@ func (t *bitTimers) lower(id uint32, b *timerBlock, du int64) {
 // push queues it, rebuilding the queue first when stale items make up
 // most of it.
 func (t *bitTimers) push(it blockItem) {
-	if len(t.queue) > 2*t.blocks.n+16 {
+	if t.queue.len() > 2*t.blocks.n+16 {
 		t.rebuildQueue()
 	}
-	heapPush(&t.queue, it)
+	t.queue.push(it)
 }
 
 // rebuildQueue replaces the queue by one item per block and one for the
 // overflow map.
 func (t *bitTimers) rebuildQueue() {
-	t.queue = t.queue[:0]
+	t.queue.reset()
 	for id, b := range t.blocks.all() {
-		t.queue = append(t.queue, blockItem{at: b.low, id: id})
+		t.queue.push(blockItem{at: b.low, id: id})
 	}
 	if t.over != nil {
-		t.queue = append(t.queue, blockItem{at: t.overLow, id: overflowID})
+		t.queue.push(blockItem{at: t.overLow, id: overflowID})
 	}
-	heapInit(t.queue)
 }
 
 func (t *bitTimers) addOverflow(off uint32, du int64) {
@@ -301,8 +300,11 @@ func (t *bitTimers) disarmCleared(lo, hi uint64, isSet func(uint32) bool) {
 // unitsUp is due, visiting only the blocks whose bound has passed, and
 // appends their offsets to out.
 func (t *bitTimers) sweep(due int64, out []uint32) []uint32 {
-	for len(t.queue) > 0 && passed(t.queue[0].at, due) {
-		it := heapPop(&t.queue)
+	for {
+		it, ok := t.queue.pop(due)
+		if !ok {
+			return out
+		}
 		if it.id == overflowID {
 			if t.over != nil && it.at == t.overLow {
 				out = t.sweepOverflow(due, out)
@@ -321,9 +323,8 @@ func (t *bitTimers) sweep(due int64, out []uint32) []uint32 {
 			t.blocks.remove(it.id)
 			continue
 		}
-		heapPush(&t.queue, blockItem{at: b.low, id: it.id})
+		t.queue.push(blockItem{at: b.low, id: it.id})
 	}
-	return out
 }
 
 // sweepOverflow disarms the passed deadlines of the overflow map, in
@@ -344,7 +345,7 @@ func (t *bitTimers) sweepOverflow(due int64, out []uint32) []uint32 {
 	}
 	if t.over != nil {
 		t.overLow = low
-		heapPush(&t.queue, blockItem{at: low, id: overflowID})
+		t.queue.push(blockItem{at: low, id: overflowID})
 	}
 	return out
 }
@@ -393,7 +394,7 @@ func (t *bitTimers) clone() *bitTimers {
 	}
 	c := &bitTimers{
 		blocks:  t.blocks.clone(),
-		queue:   slices.Clone(t.queue),
+		queue:   t.queue.clone(),
 		over:    maps.Clone(t.over),
 		overLow: t.overLow,
 		n:       t.n,
@@ -417,7 +418,7 @@ func (t *bitTimers) memoryUsage() int64 {
 	if t == nil {
 		return 0
 	}
-	n := timersSize + int64(cap(t.queue))*blockItemLen
+	n := timersSize + t.queue.memoryUsage()
 	n += t.blocks.memoryUsage()
 	for _, b := range t.blocks.all() {
 		n += blockStruct + int64(cap(b.dl))*2

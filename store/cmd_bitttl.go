@@ -381,10 +381,13 @@ func (it bitItem) before(o bitItem) bool { return it.at < o.at }
 // timers of e at or before the bound of their first block.
 func (s *Store) scheduleBitsLocked(db int, e *entry) {
 	t := e.v.t
-	if t == nil || len(t.queue) == 0 {
+	if t == nil {
 		return
 	}
-	at := t.queue[0].at
+	at, ok := t.queue.first()
+	if !ok {
+		return
+	}
 	if t.heapAt != 0 && t.heapAt <= at {
 		return
 	}
