@@ -331,7 +331,8 @@ func copyReplies(out, rep *store.Replies, k, n int) {
 
 // tickLoop queues an empty batch every interval while this node leads, so
 // that time advances, and keys expire, at the same log position on every
-// replica even when no client writes.
+// replica even when no client writes; and at once when an entry left due
+// expiry work (a mass expiry, which the store spreads over entries).
 func (b *batcher) tickLoop(interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -340,6 +341,7 @@ func (b *batcher) tickLoop(interval time.Duration) {
 		case <-b.quit:
 			return
 		case <-t.C:
+		case <-b.fsm.behind:
 		}
 		if b.r.State() != raft.Leader || !b.tickQueued.CompareAndSwap(false, true) {
 			continue

@@ -35,6 +35,10 @@ type StateMachine interface {
 	// Digest returns a checksum of the whole state: replicas that applied
 	// the same entries have equal digests.
 	Digest() uint64
+	// BitsBehind reports whether the latest Apply left expiry work that
+	// was already due for the next one: the leader then proposes a tick
+	// at once rather than at its interval.
+	BitsBehind() bool
 }
 
 // fsm adapts a StateMachine to raft.FSM. The response of Apply, returned
@@ -58,6 +62,7 @@ type fsm struct {
 	snapshotMark int64         // logBytes at the latest snapshot, set by Snapshot
 	snapshotDue  int64         // bytes past the mark that make a snapshot due
 	due          chan struct{} // signalled when a snapshot is due
+	behind       chan struct{} // signalled when an entry left due expiry work
 }
 
 var (
@@ -77,6 +82,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.applied.advance(l.Index)
+	defer f.signalBehind()
 	if f.logBytes.Add(int64(len(l.Data)))-f.snapshotMark > f.snapshotDue {
 		select {
 		case f.due <- struct{}{}:
@@ -99,6 +105,16 @@ func (f *fsm) Apply(l *raft.Log) any {
 	out := f.getReplies()
 	f.sm.Apply(e.cmds, e.time, out)
 	return out
+}
+
+// signalBehind signals behind when the state machine has due work left.
+func (f *fsm) signalBehind() {
+	if f.sm.BitsBehind() {
+		select {
+		case f.behind <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // digest returns the index of the latest entry applied and the state's

@@ -444,6 +444,57 @@ func TestTickExpires(t *testing.T) {
 	}
 }
 
+// TestMassExpiryTicksAtOnce arms more bits with one deadline than an
+// entry expires and checks that, once a client write starts the expiry,
+// the leader proposes ticks at once until every bit is gone, though its
+// tick interval is an hour.
+func TestMassExpiryTicksAtOnce(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	tn := c.nodes[0]
+	const n = 50000
+	var batch []store.Command
+	for lo := 0; lo < n; lo += 1000 {
+		args := []string{"BITPSETEX", "k", "1"}
+		for off := lo; off < lo+1000; off++ {
+			args = append(args, strconv.Itoa(off))
+		}
+		batch = append(batch, cmd(0, args...))
+	}
+	var out store.Replies
+	if err := tn.node.Apply(batch, &out); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		var r store.Replies
+		tn.st.Read([]store.Command{cmd(0, "BITCOUNT", "k")}, 0, &r)
+		got, err := strconv.Atoi(strings.Trim(string(r.Reply(0)), ":\r\n"))
+		if err != nil {
+			t.Fatalf("BITCOUNT: %q", r.Reply(0))
+		}
+		return got
+	}
+	// Writes move log time on until one passes the deadlines.
+	for count() == n {
+		if err := tn.node.Apply([]store.Command{cmd(0, "SET", "clock", "x")}, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := count(); left == 0 {
+		t.Fatalf("one entry expired all %d bits", n)
+	}
+	for {
+		applied := tn.node.Stats().AppliedIndex
+		left := count()
+		if left == 0 {
+			return
+		}
+		// The entries up to applied left bits due, so a tick follows.
+		if err := tn.node.WaitApplied(c.ctx, applied+1); err != nil {
+			t.Fatalf("%d bits left and no tick: %v", left, err)
+		}
+	}
+}
+
 // TestDurableRestart writes to a one-node cluster that keeps its log in a
 // directory, restarts it, and reads the data back, in each fsync mode, from
 // the log alone and from a snapshot plus the log after it.

@@ -25,7 +25,7 @@ import (
 // its armed offsets and, packed in the order of the offsets (the rank of
 // an offset is the number of armed offsets below it in the block), the
 // 16-bit deadlines of those offsets relative to the block's base. So an
-// armed bit costs two bytes plus its share of a block's fixed 200 bytes,
+// armed bit costs two bytes plus its share of a block's fixed 208 bytes,
 // and no per-bit allocation or pointer: 5M armed ids of 10M take about
 // 16 MB (3.2 bytes an id, slice growth included), where the bitmap itself
 // takes 1.3 MB. Re-arming an armed bit is a rank (a few
@@ -296,11 +296,12 @@ func (t *bitTimers) disarmCleared(lo, hi uint64, isSet func(uint32) bool) {
 	}
 }
 
-// sweep disarms every bit whose deadline has passed at the time whose
+// sweep disarms the bits whose deadline has passed at the time whose
 // unitsUp is due, visiting only the blocks whose bound has passed, and
-// appends their offsets to out.
-func (t *bitTimers) sweep(due int64, out []uint32) []uint32 {
-	for {
+// appends their offsets to out. It stops before the next block once it
+// has disarmed limit bits.
+func (t *bitTimers) sweep(due int64, out []uint32, limit int) []uint32 {
+	for end := len(out) + limit; len(out) < end; {
 		it, ok := t.queue.pop(due)
 		if !ok {
 			return out
@@ -325,6 +326,7 @@ func (t *bitTimers) sweep(due int64, out []uint32) []uint32 {
 		}
 		t.queue.push(blockItem{at: b.low, id: it.id})
 	}
+	return out
 }
 
 // sweepOverflow disarms the passed deadlines of the overflow map, in

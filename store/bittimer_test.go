@@ -499,3 +499,55 @@ func TestHeap(t *testing.T) {
 		}
 	}
 }
+
+// TestExpiryBudget arms more bits with one deadline than an Apply expires
+// and checks that each Apply expires about expiryBudget of them (whole
+// blocks), that BitsBehind says so until the
+// last, and that every bit is reported once.
+func TestExpiryBudget(t *testing.T) {
+	s := New()
+	var expired []uint64
+	s.SetEventSink(func(_ int, _ []byte, kind EventKind, off uint64) {
+		if kind == EventExpire {
+			expired = append(expired, off)
+		}
+	})
+	const n = 3*expiryBudget + 1000
+	now := int64(testNow)
+	for lo := 0; lo < n; lo += 1000 {
+		cmd := "BITPSETEX k 500"
+		for off := lo; off < min(lo+1000, n); off++ {
+			cmd += " " + strconv.Itoa(2*off) // every other offset
+		}
+		if got := do(s, now, cmd); got != ":"+strconv.Itoa(min(1000, n-lo))+"\r\n" {
+			t.Fatalf("%s...: %q", cmd[:30], got)
+		}
+	}
+	now += 600
+	left := n
+	for apply := 1; left > 0; apply++ {
+		if apply > 4 {
+			t.Fatalf("%d bits still set after %d Applies", left, apply-1)
+		}
+		before := len(expired)
+		do(s, now, "SET other x") // any entry goes on with the expiry
+		took := len(expired) - before
+		left -= took
+		if took < min(expiryBudget, left+took) || took >= expiryBudget+2*blockSize {
+			t.Fatalf("Apply %d expired %d bits, want the budget %d up to a block more", apply, took, expiryBudget)
+		}
+		if got := do(s, now, "BITCOUNT k"); got != ":"+strconv.Itoa(left)+"\r\n" {
+			t.Fatalf("after Apply %d: BITCOUNT %q, want %d", apply, got, left)
+		}
+		if s.BitsBehind() != (left > 0) {
+			t.Fatalf("after Apply %d, %d bits left: BitsBehind %v", apply, left, s.BitsBehind())
+		}
+	}
+	sorted := slices.Clone(expired)
+	slices.Sort(sorted)
+	for i, off := range sorted {
+		if off != uint64(2*i) {
+			t.Fatalf("expired offsets %v..., want every other offset below %d once", sorted[:min(len(sorted), 10)], 2*n)
+		}
+	}
+}

@@ -395,19 +395,35 @@ func (s *Store) scheduleBitsLocked(db int, e *entry) {
 	heapPush(&s.mu.bitHeap, bitItem{at: at, db: db, e: e, t: t})
 }
 
-// expireBitsLocked clears every bit whose deadline passed before now,
-// reporting each to sink (which may be nil).
+// expiryBudget bounds the bits one Apply expires, so that a mass expiry
+// (the users of a crashed gateway, all armed within a tick) holds up the
+// writes of an entry for a few ms, not for as long as a million bits
+// take. The bits left over are the next Apply's; BitsBehind tells the
+// cluster to propose it at once. The budget is counted in bits, so every
+// replica stops at the same one.
+const expiryBudget = 16384
+
+// BitsBehind reports whether the latest Apply left bits whose deadline
+// had passed, because it expired expiryBudget bits: the next Apply, a tick
+// if nothing else, goes on with them.
+func (s *Store) BitsBehind() bool { return s.bitsBehind.Load() }
+
+// expireBitsLocked clears the bits whose deadline passed before now, up
+// to about expiryBudget of them (whole blocks), reporting each to sink
+// (which may be nil).
 func (s *Store) expireBitsLocked(now int64, sink EventSink) {
 	due := unitsUp(now)
 	h := &s.mu.bitHeap
-	for len(*h) > 0 && passed((*h)[0].at, due) {
+	budget := expiryBudget
+	for budget > 0 && len(*h) > 0 && passed((*h)[0].at, due) {
 		it := heapPop(h)
 		e, t := it.e, it.t
 		if e.v.t != t || t.heapAt != it.at || s.mu.dbs[it.db].keys[e.key] != e {
 			continue // stale: the key or its value was replaced, or re-queued
 		}
 		t.heapAt = 0
-		gone := t.sweep(due, s.mu.scratch[:0])
+		gone := t.sweep(due, s.mu.scratch[:0], budget)
+		budget -= len(gone)
 		for _, off := range gone {
 			e.v.clearBit(off)
 		}
@@ -427,4 +443,5 @@ func (s *Store) expireBitsLocked(now int64, sink EventSink) {
 		}
 		s.scheduleBitsLocked(it.db, e)
 	}
+	s.bitsBehind.Store(len(*h) > 0 && passed((*h)[0].at, due))
 }

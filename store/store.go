@@ -3,6 +3,7 @@ package store
 import (
 	"container/heap"
 	"sync"
+	"sync/atomic"
 
 	"github.com/presenced/presenced/proto"
 	"github.com/tidwall/btree"
@@ -55,7 +56,10 @@ type Stats struct {
 // write lock for a whole batch, Read the read lock.
 type Store struct {
 	sink sinkHolder // where bit events go; see SetEventSink
-	mu   struct {
+	// bitsBehind is set when an Apply left passed bit deadlines for the
+	// next one (see expiryBudget).
+	bitsBehind atomic.Bool
+	mu         struct {
 		sync.RWMutex
 		dbs      [NumDBs]*db
 		now      int64 // log time of the latest Apply, unix ms
