@@ -401,7 +401,7 @@ func (s *Store) scheduleBitsLocked(db int, e *entry) {
 // take. The bits left over are the next Apply's; BitsBehind tells the
 // cluster to propose it at once. The budget is counted in bits, so every
 // replica stops at the same one.
-const expiryBudget = 16384
+const expiryBudget = 8192
 
 // BitsBehind reports whether the latest Apply left bits whose deadline
 // had passed, because it expired expiryBudget bits: the next Apply, a tick
