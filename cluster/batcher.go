@@ -307,6 +307,9 @@ func (b *batcher) finish(reqs []*request, resp any, err error) {
 func (b *batcher) respond(r *request, err error) {
 	if r.done == nil {
 		b.tickQueued.Store(false)
+		// A signal the tick's own apply sent found the tick still
+		// queued and was dropped: send it again now that it is not.
+		b.fsm.signalBehind()
 		return
 	}
 	r.done <- err
