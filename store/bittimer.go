@@ -216,7 +216,8 @@ func (t *bitTimers) push(it blockItem) {
 }
 
 // rebuildQueue replaces the queue by one item per block and one for the
-// overflow map.
+// overflow map. It pushes them one at a time (O(n log n) for the heap's
+// share), which the stale items it drops have paid for.
 func (t *bitTimers) rebuildQueue() {
 	t.queue.reset()
 	for id, b := range t.blocks.all() {

@@ -405,7 +405,8 @@ const expiryBudget = 8192
 
 // BitsBehind reports whether the latest Apply left bits whose deadline
 // had passed, because it expired expiryBudget bits: the next Apply, a tick
-// if nothing else, goes on with them.
+// if nothing else, goes on with them. It also reports a stale queue item
+// that came due then, which costs one Apply that finds nothing.
 func (s *Store) BitsBehind() bool { return s.bitsBehind.Load() }
 
 // expireBitsLocked clears the bits whose deadline passed before now, up
