@@ -890,7 +890,9 @@ type Stats struct {
 	LastIndex uint64
 	// CommitIndex is the index of the last entry known committed.
 	CommitIndex uint64
-	// AppliedIndex is the index of the last entry applied to the store.
+	// AppliedIndex is the index of the last entry applied to the store
+	// (raft's own applied index runs ahead of it: raft counts an entry once
+	// it has handed it to the state machine).
 	AppliedIndex uint64
 	// Entries counts the log entries this node proposed, ticks included.
 	Entries uint64
@@ -915,7 +917,7 @@ func (n *Node) Stats() Stats {
 		Term:         n.raft.CurrentTerm(),
 		LastIndex:    n.raft.LastIndex(),
 		CommitIndex:  n.raft.CommitIndex(),
-		AppliedIndex: n.raft.AppliedIndex(),
+		AppliedIndex: n.fsm.applied.get(),
 		Entries:      n.batch.entries.Load(),
 		Batches:      n.batch.batches.Load(),
 		Commands:     n.batch.commands.Load(),
