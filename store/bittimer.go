@@ -27,8 +27,8 @@ import (
 // 16-bit deadlines of those offsets relative to the block's base. So an
 // armed bit costs two bytes plus its share of a block's fixed 208 bytes,
 // and no per-bit allocation or pointer: 5M armed ids of 10M take about
-// 16 MB (3.2 bytes an id, slice growth included), where the bitmap itself
-// takes 1.3 MB. Re-arming an armed bit is a rank (a few
+// 13 MB (2.6 bytes an id, slice growth included), where the bitmap itself
+// takes 1.25 MB. Re-arming an armed bit is a rank (a few
 // popcounts) and a store; arming a new one moves at most blockSize
 // deadlines. A deadline that does not fit 16 bits above the base is
 // re-based (the base moves to the earliest deadline of the block or now,
