@@ -76,6 +76,9 @@ type loadSpec struct {
 	duration time.Duration
 	count    uint64
 	until    <-chan struct{}
+	// started, when not nil, is closed once every connection is open and
+	// the run begins.
+	started chan<- struct{}
 	// marker, when not nil, marks a window of interest (a snapshot being
 	// taken): it is odd while the window is open and grows by one when
 	// the window opens or closes. Round trips that overlap the window are
@@ -241,6 +244,9 @@ func drive(t target, spec loadSpec) (*loadResult, error) {
 		}
 	}
 	close(startCh)
+	if spec.started != nil {
+		close(spec.started)
+	}
 	for range running {
 		<-done
 	}

@@ -519,8 +519,9 @@ func newPauseRow(workload, server string, runs []*loadResult, took []time.Durati
 func (s *suite) pauseRun(n restartNode, rep int) (*loadResult, time.Duration, error) {
 	var marker atomic.Uint64
 	seed := s.cfg.Seed + uint64(rep)
+	started := make(chan struct{})
 	spec := loadSpec{req: setbitTemplate, pipeline: 1, conns: s.cfg.Conns, duration: s.cfg.Duration, marker: &marker,
-		ids: func(c int) idSource { return newRandomIDs(seed, uint64(c), s.cfg.Space) }}
+		started: started, ids: func(c int) idSource { return newRandomIDs(seed, uint64(c), s.cfg.Space) }}
 	c, err := dial(n.addr, 10*time.Second)
 	if err != nil {
 		return nil, 0, err
@@ -535,6 +536,16 @@ func (s *suite) pauseRun(n restartNode, rep int) (*loadResult, time.Duration, er
 		res, err := drive(targetOf(n), spec)
 		done <- outcome{res, err}
 	}()
+	// The window opens a third of the way into the run itself: opening
+	// connections can take longer than that on a loaded machine.
+	select {
+	case <-started:
+	case o := <-done:
+		if o.err == nil {
+			o.err = errors.New("the load ended before it started")
+		}
+		return nil, 0, o.err
+	}
 	time.Sleep(s.cfg.Duration / 3)
 	marker.Add(1)
 	start := time.Now()
