@@ -52,6 +52,7 @@ var wantRows = map[string][]string{
 	"Expiry at 500k online: memory":        {"500k ids in 1M armed with BITPSETEX, MEMORY USAGE", "500k ids in 1M armed with BITPSETEX, RssAnon"},
 	"Expiry at 500k online: CPU":           {"steady state: 500k online in 1M, heartbeats every 30s, 90s TTL, 1% churn (in process)", "mass expiry of 250k ids, no client load"},
 	"Expiry at 500k online: write latency": {"SETBIT, pipeline 1, during the expiry of 250k ids"},
+	"Expiry at 500k online: ticks":         {"a tick of the steady state: 500k online in 1M, heartbeats every 30s, 90s TTL, 1% churn (in process)"},
 	"History: reads of the past": {"`BITCOUNT online:history:counts AT <t>`, 1 day of per-second counts",
 		"`BITHISTORY online:history:counts <from> <to> STEP 300` over 12 hours",
 		"`BITHISTORY online:history:counts <from> <to> STEP 300` over 12 hours AGGREGATE avg",

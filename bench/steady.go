@@ -71,16 +71,25 @@ func (p steadyPlan) alive(end, ttl uint64) uint64 {
 	return n
 }
 
+// steadyFigures is what the measured cycles of the steady state took.
+type steadyFigures struct {
+	sweep  time.Duration // the ticks (the expiry work)
+	arm    time.Duration // applying the heartbeats
+	window time.Duration // of log time
+	ticks  histogram     // the length of each tick
+	worst  time.Duration // the longest tick
+}
+
 // steadyExpiry simulates steadyCycles cycles of the steady state and
-// returns the time the ticks took in the last two (the expiry work), the
-// time arming the heartbeats took in them, and their log-time length.
-// The first cycle arms everyone; from heartbeatTTL on, deadlines come
-// due. It checks the key's count at the end against the plan.
-func (s *suite) steadyExpiry() (sweep, arm, window time.Duration, err error) {
+// returns what the last two took. The first cycle arms everyone; from
+// heartbeatTTL on, deadlines come due. It checks the key's count at the
+// end against the plan.
+func (s *suite) steadyExpiry() (*steadyFigures, error) {
 	ticks := uint64(steadyEvery / steadyTick)
 	p := steadyPlan{perm: newPermutation(s.cfg.Space, s.cfg.Seed), online: s.cfg.ExpiryIDs,
 		leave: s.cfg.ExpiryIDs * steadyChurn / 100, ticks: ticks}
 	st := store.New()
+	f := new(steadyFigures)
 	var out store.Replies
 	start := time.Now().UnixMilli()
 	end, from := steadyCycles*ticks, (steadyCycles-2)*ticks
@@ -94,7 +103,10 @@ func (s *suite) steadyExpiry() (sweep, arm, window time.Duration, err error) {
 		out.Reset()
 		st.Apply(nil, now, &out)
 		if k >= from && k < end {
-			sweep += time.Since(t)
+			took := time.Since(t)
+			f.sweep += took
+			f.ticks.record(took)
+			f.worst = max(f.worst, took)
 		}
 		if k == end {
 			break
@@ -115,27 +127,32 @@ func (s *suite) steadyExpiry() (sweep, arm, window time.Duration, err error) {
 		out.Reset()
 		st.Apply(cmds, now, &out)
 		if k >= from {
-			arm += time.Since(t)
+			f.arm += time.Since(t)
 		}
 	}
 	out.Reset()
 	st.Read([]store.Command{{Args: [][]byte{[]byte("BITCOUNT"), []byte(steadyKey)}}}, start+int64(end)*steadyTick.Milliseconds(), &out)
 	want := p.alive(end, uint64(heartbeatTTL*time.Second/steadyTick))
 	if got := string(out.Reply(0)); got != fmt.Sprintf(":%d\r\n", want) {
-		return 0, 0, 0, fmt.Errorf("steady expiry: BITCOUNT %s gave %q, want %d", steadyKey, got, want)
+		return nil, fmt.Errorf("steady expiry: BITCOUNT %s gave %q, want %d", steadyKey, got, want)
 	}
-	return sweep, arm, time.Duration(end-from) * steadyTick, nil
+	f.window = time.Duration(end-from) * steadyTick
+	return f, nil
 }
 
-// steadyRow measures the steady state (see steadyExpiry) as a CPU row.
-func (s *suite) steadyRow() (CPURow, error) {
-	sweep, arm, window, err := s.steadyExpiry()
+// steadyRows measures the steady state (see steadyExpiry): the CPU the
+// ticks take, and how long each holds up the writes queued behind it.
+func (s *suite) steadyRows() (CPURow, LatencyRow, error) {
+	f, err := s.steadyExpiry()
 	if err != nil {
-		return CPURow{}, err
+		return CPURow{}, LatencyRow{}, err
 	}
-	s.logf("steady expiry: ticks took %v, heartbeats %v, over %v of log time", sweep, arm, window)
-	return CPURow{Workload: fmt.Sprintf("steady state: %s online in %s, heartbeats every %v, %ds TTL, %d%% churn (in process)",
-		count(s.cfg.ExpiryIDs), count(s.cfg.Space), steadyEvery, heartbeatTTL, steadyChurn),
-		Took: window, CPU: sweep.Seconds() / window.Seconds(),
-		RefName: "applying the heartbeats", Ref: arm.Seconds() / window.Seconds(), Limit: targetExpiryCPU}, nil
+	s.logf("steady expiry: ticks took %v (longest %v), heartbeats %v, over %v of log time", f.sweep, f.worst, f.arm, f.window)
+	what := fmt.Sprintf("steady state: %s online in %s, heartbeats every %v, %ds TTL, %d%% churn (in process)",
+		count(s.cfg.ExpiryIDs), count(s.cfg.Space), steadyEvery, heartbeatTTL, steadyChurn)
+	cpu := CPURow{Workload: what, Took: f.window, CPU: f.sweep.Seconds() / f.window.Seconds(),
+		RefName: "applying the heartbeats", Ref: f.arm.Seconds() / f.window.Seconds(), Limit: targetExpiryCPU}
+	ticks := LatencyRow{Workload: "a tick of the " + what, Limit: targetTickPause,
+		Presenced: Measurement{P50: f.ticks.quantile(0.5), P99: f.ticks.quantile(0.99)}, Longest: f.worst}
+	return cpu, ticks, nil
 }
