@@ -93,7 +93,10 @@ type blockItem struct {
 	id uint32
 }
 
-func (it blockItem) before(o blockItem) bool { return it.at < o.at }
+// before orders a key's queue by bound, then by block: see blockQueue.pop.
+func (it blockItem) before(o blockItem) bool {
+	return it.at < o.at || it.at == o.at && it.id < o.id
+}
 
 const (
 	timerTick  = 100 // ms in a deadline unit

@@ -551,3 +551,61 @@ func TestExpiryBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetedExpiryAfterRestore arms, in an order that leaves the queues
+// lazy items and shapes unlike a rebuilt queue's, more due bits than
+// several Applies expire, in keys and blocks whose bounds tie, then
+// restores a snapshot of the store and ticks both: each Apply must leave
+// the same state in both, as on replicas of which one restarted.
+func TestBudgetedExpiryAfterRestore(t *testing.T) {
+	for _, withCalendar := range []bool{false, true} {
+		if withCalendar {
+			defer func(n int) { calendarMin = n }(calendarMin)
+			calendarMin = 4
+		}
+		rng := rand.New(rand.NewSource(79))
+		s := New()
+		now := int64(testNow)
+		const keys, perKey = 4, 3 * expiryBudget
+		for k := range keys {
+			offs := rng.Perm(perKey * 4)[:perKey]
+			for lo := 0; lo < perKey; lo += 500 {
+				cmd := "BITPSETEX k" + strconv.Itoa(k) + " " + strconv.Itoa(1000+rng.Intn(3)*100)
+				for _, off := range offs[lo:min(lo+500, perKey)] {
+					cmd += " " + strconv.Itoa(off)
+				}
+				do(s, now+int64(rng.Intn(200)), cmd)
+			}
+			// Re-arm some earlier (new queue items) and some later (the
+			// old items go stale).
+			for _, off := range offs[:perKey/3] {
+				do(s, now+300, "BITPSETEX k"+strconv.Itoa(k)+" "+strconv.Itoa(200+rng.Intn(2)*500)+" "+strconv.Itoa(off))
+			}
+		}
+		now += 300
+		r := snapRoundTrip(t, s)
+		now += 2000
+		var out Replies
+		for apply := 0; ; apply++ {
+			s.Apply(nil, now, &out)
+			r.Apply(nil, now, &out)
+			if s.Digest() != r.Digest() {
+				t.Fatalf("calendar %v: after Apply %d the restored store differs", withCalendar, apply)
+			}
+			if s.BitsBehind() != r.BitsBehind() {
+				t.Fatalf("calendar %v: after Apply %d BitsBehind %v, restored %v", withCalendar, apply, s.BitsBehind(), r.BitsBehind())
+			}
+			if !s.BitsBehind() {
+				if apply < 2 {
+					t.Fatalf("calendar %v: all expired in %d Applies: the budget did not cut", withCalendar, apply+1)
+				}
+				break
+			}
+		}
+		for k := range keys {
+			if got := do(s, now, "BITCOUNT k"+strconv.Itoa(k)); got != ":0\r\n" {
+				t.Fatalf("calendar %v: BITCOUNT k%d %q after the expiry", withCalendar, k, got)
+			}
+		}
+	}
+}

@@ -2,7 +2,9 @@ package store
 
 import (
 	"iter"
+	"math"
 	"math/bits"
+	"slices"
 	"unsafe"
 )
 
@@ -33,6 +35,9 @@ type calendar struct {
 	n     int                   // items in the slots
 	used  [calSlots / 64]uint64 // bit i: slots[i] is not empty
 	slots [calSlots][]uint32    // block ids
+	// draining is the unit whose slot is sorted for pop (ids descending,
+	// so that the last is the least); noUnit when none is.
+	draining int64
 }
 
 // calendarMin is the size at which a queue gets its calendar, whose fixed
@@ -45,6 +50,7 @@ const (
 	// about 6 minutes keeps the bounds inside it.
 	calSlots = 4096
 	calBytes = int64(unsafe.Sizeof(calendar{}))
+	noUnit   = math.MinInt64
 )
 
 // len returns the number of items, stale ones included.
@@ -71,7 +77,7 @@ func (q *blockQueue) push(it blockItem) {
 // startCalendar gives the queue a calendar starting at its earliest bound
 // and moves the heap's items that fall in its window there.
 func (q *blockQueue) startCalendar() {
-	c := &calendar{start: q.heap[0].at}
+	c := &calendar{start: q.heap[0].at, draining: noUnit}
 	rest := q.heap[:0]
 	for _, it := range q.heap {
 		if c.holds(it.at) {
@@ -98,37 +104,45 @@ func (q *blockQueue) first() (int64, bool) {
 	return at, ok
 }
 
-// pop removes and returns an item whose bound has passed at due (see
-// passed), false when there is none. Items come out in no set order, but
-// the same one on every replica. An item pushed while popping must be due
-// later than due.
+// pop removes and returns the least item (see blockItem.before) whose
+// bound has passed at due (see passed), false when there is none. The
+// order depends on the items alone, not on how the queue came to hold
+// them, so that replicas whose queues have different histories (one was
+// rebuilt from a snapshot) visit the blocks in the same order, and stop
+// at the same one when the expiry budget runs out. An item pushed while
+// popping must be due later than due.
 func (q *blockQueue) pop(due int64) (blockItem, bool) {
-	if len(q.heap) > 0 && passed(q.heap[0].at, due) {
-		return heapPop(&q.heap), true
-	}
 	c := q.cal
-	if c == nil {
-		return blockItem{}, false
-	}
-	if c.n == 0 {
-		c.start = max(c.start, due)
+	if c == nil || c.n == 0 {
+		if len(q.heap) > 0 && passed(q.heap[0].at, due) {
+			return heapPop(&q.heap), true
+		}
+		if c != nil {
+			c.start = max(c.start, due)
+		}
 		return blockItem{}, false
 	}
 	u := c.firstUnit()
 	if !passed(u, due) {
+		if len(q.heap) > 0 && passed(q.heap[0].at, due) {
+			return heapPop(&q.heap), true
+		}
 		c.start = max(c.start, due)
 		return blockItem{}, false
+	}
+	next := blockItem{at: u, id: c.least(u)}
+	if len(q.heap) > 0 && q.heap[0].before(next) {
+		return heapPop(&q.heap), true
 	}
 	c.start = u
 	i := uint64(u) % calSlots
 	s := c.slots[i]
-	id := s[len(s)-1]
 	c.slots[i] = s[:len(s)-1]
 	if len(s) == 1 {
 		c.used[i/64] &^= 1 << (i % 64)
 	}
 	c.n--
-	return blockItem{at: u, id: id}, true
+	return next, true
 }
 
 // reset empties the queue, keeping its calendar's slots for reuse.
@@ -138,7 +152,7 @@ func (q *blockQueue) reset() {
 		for i := range c.slots {
 			c.slots[i] = c.slots[i][:0]
 		}
-		c.used, c.n = [calSlots / 64]uint64{}, 0
+		c.used, c.n, c.draining = [calSlots / 64]uint64{}, 0, noUnit
 	}
 }
 
@@ -199,6 +213,22 @@ func (c *calendar) add(it blockItem) {
 	c.slots[i] = append(c.slots[i], it.id)
 	c.used[i/64] |= 1 << (i % 64)
 	c.n++
+	if it.at == c.draining {
+		c.draining = noUnit // no longer sorted
+	}
+}
+
+// least returns the least block id in the slot of unit u, which is not
+// empty, leaving it last in the slot: the first time a slot is asked,
+// it is sorted (descending), so that a drain of n items costs a sort of
+// n, not n scans.
+func (c *calendar) least(u int64) uint32 {
+	s := c.slots[uint64(u)%calSlots]
+	if c.draining != u {
+		slices.SortFunc(s, func(a, b uint32) int { return int(int64(b) - int64(a)) })
+		c.draining = u
+	}
+	return s[len(s)-1]
 }
 
 // firstUnit returns the unit of the first slot that is not empty, from

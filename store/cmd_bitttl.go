@@ -375,7 +375,19 @@ type bitItem struct {
 	t  *bitTimers
 }
 
-func (it bitItem) before(o bitItem) bool { return it.at < o.at }
+// before orders the heap by bound, then by database and key: every
+// replica then expires the keys in the same order, whatever the history
+// of its heap (a restored one is built afresh), and stops where the
+// others stop when the expiry budget runs out.
+func (it bitItem) before(o bitItem) bool {
+	if it.at != o.at {
+		return it.at < o.at
+	}
+	if it.db != o.db {
+		return it.db < o.db
+	}
+	return it.e.key < o.e.key
+}
 
 // scheduleBitsLocked makes sure the store's heap holds an item for the
 // timers of e at or before the bound of their first block.
