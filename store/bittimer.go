@@ -300,18 +300,31 @@ func (t *bitTimers) disarmCleared(lo, hi uint64, isSet func(uint32) bool) {
 	}
 }
 
+// visitCost is what a visit to a block (or the overflow map) counts
+// against a sweep's limit, in bits: a visit costs about as much as
+// expiring three bits (cache misses on the block, its deadlines and the
+// bitmap), whether or not it finds a deadline passed. Blocks first armed
+// in the same tick have bounds that pass together a TTL later, when most
+// of their bits were re-armed: counting the visits spreads those over
+// entries too. Stale items cost nothing, as replicas need not hold the
+// same ones (see blockQueue.pop).
+const visitCost = 3
+
 // sweep disarms the bits whose deadline has passed at the time whose
 // unitsUp is due, visiting only the blocks whose bound has passed, and
-// appends their offsets to out. It stops before the next block once it
-// has disarmed limit bits.
-func (t *bitTimers) sweep(due int64, out []uint32, limit int) []uint32 {
-	for end := len(out) + limit; len(out) < end; {
+// appends their offsets to out. Each bit disarmed counts one against
+// limit and each visit visitCost; it stops before the next block once
+// they reach limit, and returns what they came to.
+func (t *bitTimers) sweep(due int64, out []uint32, limit int) ([]uint32, int) {
+	start, visits := len(out), 0
+	for len(out)-start+visits*visitCost < limit {
 		it, ok := t.queue.pop(due)
 		if !ok {
-			return out
+			break
 		}
 		if it.id == overflowID {
 			if t.over != nil && it.at == t.overLow {
+				visits++
 				out = t.sweepOverflow(due, out)
 			}
 			continue
@@ -320,17 +333,18 @@ func (t *bitTimers) sweep(due int64, out []uint32, limit int) []uint32 {
 		if b == nil || b.low != it.at {
 			continue // stale: the block was re-queued or dropped
 		}
+		visits++
 		b = t.own(it.id, b)
-		start := len(out)
+		from := len(out)
 		out = b.sweep(it.id, due, out)
-		t.n -= len(out) - start
+		t.n -= len(out) - from
 		if len(b.dl) == 0 {
 			t.blocks.remove(it.id)
 			continue
 		}
 		t.queue.push(blockItem{at: b.low, id: it.id})
 	}
-	return out
+	return out, len(out) - start + visits*visitCost
 }
 
 // sweepOverflow disarms the passed deadlines of the overflow map, in

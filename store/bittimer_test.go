@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -607,5 +608,49 @@ func TestBudgetedExpiryAfterRestore(t *testing.T) {
 				t.Fatalf("calendar %v: BITCOUNT k%d %q after the expiry", withCalendar, k, got)
 			}
 		}
+	}
+}
+
+// TestExpiryBudgetCountsVisits arms one bit in each of many blocks in one
+// Apply and re-arms them all later, so that a TTL on every block's bound
+// passes at once with nothing to expire: the visits alone must spread
+// over Applies, as the budget allows, and expire nothing.
+func TestExpiryBudgetCountsVisits(t *testing.T) {
+	s := New()
+	now := int64(testNow)
+	const blocks = 4 * expiryBudget / visitCost
+	offs := func() string {
+		var b strings.Builder
+		for i := range blocks {
+			b.WriteString(" " + strconv.Itoa(i*blockSize))
+		}
+		return b.String()
+	}()
+	do(s, now, "BITPSETEX k 1000"+offs)
+	do(s, now+500, "BITPSETEX k 1000"+offs) // the bounds stay at now+1000
+	now += 1200
+	applies := 0
+	for {
+		do(s, now, "SET other x")
+		applies++
+		if !s.BitsBehind() {
+			break
+		}
+		if applies > 10 {
+			t.Fatal("still behind after 10 Applies")
+		}
+	}
+	if want := blocks * visitCost / expiryBudget; applies < want {
+		t.Fatalf("%d blocks visited in %d Applies, want at least %d", blocks, applies, want)
+	}
+	if got := do(s, now, "BITCOUNT k"); got != ":"+strconv.Itoa(blocks)+"\r\n" {
+		t.Fatalf("BITCOUNT %q, want %d: a re-armed bit expired", got, blocks)
+	}
+	do(s, now+400, "SET other x")
+	for s.BitsBehind() {
+		do(s, now+400, "SET other x")
+	}
+	if got := do(s, now+400, "BITCOUNT k"); got != ":0\r\n" {
+		t.Fatalf("BITCOUNT %q after the re-armed deadlines", got)
 	}
 }

@@ -407,23 +407,26 @@ func (s *Store) scheduleBitsLocked(db int, e *entry) {
 	heapPush(&s.mu.bitHeap, bitItem{at: at, db: db, e: e, t: t})
 }
 
-// expiryBudget bounds the bits one Apply expires, so that a mass expiry
+// expiryBudget bounds the expiry work of one Apply, so that a mass expiry
 // (the users of a crashed gateway, all armed within a tick) holds up the
 // writes of an entry for a few ms, not for as long as a million bits
-// take. The bits left over are the next Apply's; BitsBehind tells the
-// cluster to propose it at once. The budget is counted in bits, so every
-// replica stops at the same one.
+// take: each bit expired counts one, each block visited visitCost. What
+// is left over is the next Apply's; BitsBehind tells the cluster to
+// propose it at once. The budget is counted in bits and visits, in an
+// order that depends on the state alone, so every replica stops at the
+// same block.
 const expiryBudget = 8192
 
-// BitsBehind reports whether the latest Apply left bits whose deadline
-// had passed, because it expired expiryBudget bits: the next Apply, a tick
-// if nothing else, goes on with them. It also reports a stale queue item
-// that came due then, which costs one Apply that finds nothing.
+// BitsBehind reports whether the latest Apply left bit deadlines or block
+// bounds that had passed, because it spent its expiryBudget: the next
+// Apply, a tick if nothing else, goes on with them. It also reports a
+// stale queue item that came due then, which costs one Apply that finds
+// nothing.
 func (s *Store) BitsBehind() bool { return s.bitsBehind.Load() }
 
-// expireBitsLocked clears the bits whose deadline passed before now, up
-// to about expiryBudget of them (whole blocks), reporting each to sink
-// (which may be nil).
+// expireBitsLocked clears the bits whose deadline passed before now,
+// within expiryBudget (whole blocks), reporting each to sink (which may
+// be nil).
 func (s *Store) expireBitsLocked(now int64, sink EventSink) {
 	due := unitsUp(now)
 	h := &s.mu.bitHeap
@@ -435,8 +438,8 @@ func (s *Store) expireBitsLocked(now int64, sink EventSink) {
 			continue // stale: the key or its value was replaced, or re-queued
 		}
 		t.heapAt = 0
-		gone := t.sweep(due, s.mu.scratch[:0], budget)
-		budget -= len(gone)
+		gone, spent := t.sweep(due, s.mu.scratch[:0], budget)
+		budget -= spent
 		for _, off := range gone {
 			e.v.clearBit(off)
 		}
