@@ -654,3 +654,61 @@ func TestExpiryBudgetCountsVisits(t *testing.T) {
 		t.Fatalf("BITCOUNT %q after the re-armed deadlines", got)
 	}
 }
+
+// TestBudgetedExpiryWithHistory runs the same commands and ticks on a
+// store that records history and one that does not, with more bits due
+// than an Apply's budget, at deadlines spread over several history
+// boundaries between two Applies, and a key TTL among them: recording
+// must not change where an Apply stops, so both must stay equal, as
+// replicas with and without history must, and an Apply must keep to one
+// budget however many boundaries it crosses.
+func TestBudgetedExpiryWithHistory(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	rec, plain := New(), New()
+	rec.SetHistory(&recordingSink{}, HistoryConfig{Interval: 1000})
+	expired := 0
+	plain.SetEventSink(func(_ int, _ []byte, kind EventKind, _ uint64) {
+		if kind == EventExpire {
+			expired++
+		}
+	})
+	now := int64(testNow)
+	both := func(line string) {
+		if a, b := do(rec, now, line), do(plain, now, line); a != b {
+			t.Fatalf("%.40s: %q with history, %q without", line, a, b)
+		}
+	}
+	for k := range 3 {
+		key := "k" + strconv.Itoa(k)
+		for lo := 0; lo < 2*expiryBudget; lo += 400 {
+			cmd := "BITPSETEX " + key + " " + strconv.Itoa(1000+100*rng.Intn(8))
+			for range 400 {
+				cmd += " " + strconv.Itoa(rng.Intn(1<<20))
+			}
+			both(cmd)
+		}
+	}
+	both("PEXPIRE k1 1350")
+	now += 900
+	for apply := 0; ; apply++ {
+		expired = 0
+		both("SET other x")
+		if rec.Digest() != plain.Digest() {
+			t.Fatalf("after Apply %d the stores differ", apply)
+		}
+		// The budget is the Apply's, however many boundaries it crosses.
+		if expired > expiryBudget+blockSize {
+			t.Fatalf("Apply %d expired %d bits, over the budget of %d", apply, expired, expiryBudget)
+		}
+		if rec.BitsBehind() != plain.BitsBehind() {
+			t.Fatalf("after Apply %d BitsBehind %v with history, %v without", apply, rec.BitsBehind(), plain.BitsBehind())
+		}
+		if !rec.BitsBehind() && now > testNow+2000 {
+			break
+		}
+		if apply > 100 {
+			t.Fatal("still behind after 100 Applies")
+		}
+		now += 250 // past two or three history boundaries
+	}
+}

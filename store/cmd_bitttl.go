@@ -425,21 +425,21 @@ const expiryBudget = 8192
 func (s *Store) BitsBehind() bool { return s.bitsBehind.Load() }
 
 // expireBitsLocked clears the bits whose deadline passed before now,
-// within expiryBudget (whole blocks), reporting each to sink (which may
-// be nil).
+// within what is left of the Apply's expiry budget (whole blocks),
+// reporting each to sink (which may be nil).
 func (s *Store) expireBitsLocked(now int64, sink EventSink) {
 	due := unitsUp(now)
 	h := &s.mu.bitHeap
-	budget := expiryBudget
-	for budget > 0 && len(*h) > 0 && passed((*h)[0].at, due) {
+	budget := &s.mu.expiryLeft
+	for *budget > 0 && len(*h) > 0 && passed((*h)[0].at, due) {
 		it := heapPop(h)
 		e, t := it.e, it.t
 		if e.v.t != t || t.heapAt != it.at || s.mu.dbs[it.db].keys[e.key] != e {
 			continue // stale: the key or its value was replaced, or re-queued
 		}
 		t.heapAt = 0
-		gone, spent := t.sweep(due, s.mu.scratch[:0], budget)
-		budget -= spent
+		gone, spent := t.sweep(due, s.mu.scratch[:0], *budget)
+		*budget -= spent
 		for _, off := range gone {
 			e.v.clearBit(off)
 		}
@@ -459,5 +459,4 @@ func (s *Store) expireBitsLocked(now int64, sink EventSink) {
 		}
 		s.scheduleBitsLocked(it.db, e)
 	}
-	s.bitsBehind.Store(len(*h) > 0 && passed((*h)[0].at, due))
 }

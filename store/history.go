@@ -220,35 +220,49 @@ func (s *Store) markDBLocked(i int) {
 	}
 }
 
-// recordLocked records every boundary up to now (see the top of this
-// file), expiring what is due at each, and reports the bits that expire
-// to events.
-func (s *Store) recordLocked(now int64, events EventSink) {
+// stepLocked goes through the boundaries from the store's time up to now
+// at which something is due (see nextDue), expiring the keys and bits due
+// by each and, when history is on, recording it (see the top of this
+// file); it reports the bits that expire to events. Bits expire boundary
+// by boundary whether or not history is recorded: an Apply that spends
+// its expiry budget then stops at the same bit on every replica, with or
+// without history.
+func (s *Store) stepLocked(now int64, events EventSink) {
 	h, r := s.mu.hist, &s.mu.rec
-	target := now - now%HistoryTick
-	if r.last == 0 {
-		r.last = s.mu.now - s.mu.now%HistoryTick
+	last := s.mu.now - s.mu.now%HistoryTick
+	switch {
+	case h == nil && r.last != 0:
+		s.mu.rec = recorder{} // off: recording starts afresh when turned on
+	case h != nil && r.last == 0:
+		r.last = last
 		for i := range s.mu.dbs {
 			s.markDBLocked(i)
 		}
+	case h != nil:
+		last = r.last
 	}
-	if target <= r.last {
+	target := now - now%HistoryTick
+	if target <= last {
 		return
 	}
-	for b := r.last + HistoryTick; ; b += HistoryTick {
+	for b := last + HistoryTick; ; b += HistoryTick {
 		b = s.nextDue(b)
 		if b > target {
 			break
 		}
 		s.expireLocked(b)
 		s.expireBitsLocked(b, events)
-		s.recordCounts(h, b)
-		if b%h.interval == 0 {
-			s.recordBitmaps(h, b)
+		if h != nil {
+			s.recordCounts(h, b)
+			if b%h.interval == 0 {
+				s.recordBitmaps(h, b)
+			}
 		}
 	}
-	r.last = target
-	h.sink.Advance(target)
+	if h != nil {
+		r.last = target
+		h.sink.Advance(target)
+	}
 }
 
 // nextDue returns the first boundary at or after b at which something is

@@ -61,16 +61,17 @@ type Store struct {
 	bitsBehind atomic.Bool
 	mu         struct {
 		sync.RWMutex
-		dbs      [NumDBs]*db
-		now      int64 // log time of the latest Apply, unix ms
-		expiries expiryHeap
-		stats    Stats
-		applyCtx ctx          // the context of the batch Apply is running
-		bitHeap  []bitItem    // keys with armed bits, by their first block's bound
-		bitRules []BitTTLRule // the bit-TTL rules, first match wins
-		scratch  []uint32     // the offsets a bit sweep clears, reused
-		hist     *history     // what history records and where; nil: off
-		rec      recorder     // the state of history recording
+		dbs        [NumDBs]*db
+		now        int64 // log time of the latest Apply, unix ms
+		expiries   expiryHeap
+		stats      Stats
+		applyCtx   ctx          // the context of the batch Apply is running
+		bitHeap    []bitItem    // keys with armed bits, by their first block's bound
+		bitRules   []BitTTLRule // the bit-TTL rules, first match wins
+		scratch    []uint32     // the offsets a bit sweep clears, reused
+		expiryLeft int          // what is left of the current Apply's expiryBudget
+		hist       *history     // what history records and where; nil: off
+		rec        recorder     // the state of history recording
 	}
 }
 
@@ -118,9 +119,10 @@ func (s *Store) Apply(cmds []Command, now int64, out *Replies) {
 	}
 }
 
-// startApply moves the store's time to now (never backwards), records
-// history up to now when it is on, expires the keys whose TTL passed, then
-// the bits whose deadline passed, and returns the write path's context.
+// startApply moves the store's time to now (never backwards), through the
+// boundaries on the way (see stepLocked), expires the keys whose TTL
+// passed, then the bits whose deadline passed, within the Apply's expiry
+// budget, and returns the write path's context.
 // The caller holds the write lock, sets the context's writer and clears
 // the context when done. Handlers take the context by pointer, which would move it to
 // the heap on every batch; the write lock makes one per store enough.
@@ -129,14 +131,13 @@ func (s *Store) startApply(now int64) *ctx {
 		now = s.mu.now // log time never runs backwards
 	}
 	sink := s.sink.load()
-	if s.mu.hist != nil {
-		s.recordLocked(now, sink)
-	} else if s.mu.rec.last != 0 {
-		s.mu.rec = recorder{} // off: recording starts afresh when turned on
-	}
+	s.mu.expiryLeft = expiryBudget
+	s.stepLocked(now, sink)
 	s.mu.now = now
 	s.expireLocked(now)
 	s.expireBitsLocked(now, sink)
+	h := s.mu.bitHeap
+	s.bitsBehind.Store(len(h) > 0 && passed(h[0].at, unitsUp(now)))
 	c := &s.mu.applyCtx
 	*c = ctx{s: s, now: now, write: true, sink: sink, hist: s.mu.hist}
 	return c
