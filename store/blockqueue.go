@@ -112,37 +112,23 @@ func (q *blockQueue) first() (int64, bool) {
 // at the same one when the expiry budget runs out. An item pushed while
 // popping must be due later than due.
 func (q *blockQueue) pop(due int64) (blockItem, bool) {
-	c := q.cal
-	if c == nil || c.n == 0 {
-		if len(q.heap) > 0 && passed(q.heap[0].at, due) {
-			return heapPop(&q.heap), true
+	heapDue := len(q.heap) > 0 && passed(q.heap[0].at, due)
+	if c := q.cal; c != nil && c.n > 0 {
+		if u := c.firstUnit(); passed(u, due) {
+			next := blockItem{at: u, id: c.least(u)}
+			if !heapDue || next.before(q.heap[0]) {
+				c.take(u)
+				return next, true
+			}
 		}
-		if c != nil {
-			c.start = max(c.start, due)
-		}
-		return blockItem{}, false
 	}
-	u := c.firstUnit()
-	if !passed(u, due) {
-		if len(q.heap) > 0 && passed(q.heap[0].at, due) {
-			return heapPop(&q.heap), true
-		}
-		c.start = max(c.start, due)
-		return blockItem{}, false
-	}
-	next := blockItem{at: u, id: c.least(u)}
-	if len(q.heap) > 0 && q.heap[0].before(next) {
+	if heapDue {
 		return heapPop(&q.heap), true
 	}
-	c.start = u
-	i := uint64(u) % calSlots
-	s := c.slots[i]
-	c.slots[i] = s[:len(s)-1]
-	if len(s) == 1 {
-		c.used[i/64] &^= 1 << (i % 64)
+	if q.cal != nil {
+		q.cal.start = max(q.cal.start, due)
 	}
-	c.n--
-	return next, true
+	return blockItem{}, false
 }
 
 // reset empties the queue, keeping its calendar's slots for reuse.
@@ -216,6 +202,19 @@ func (c *calendar) add(it blockItem) {
 	if it.at == c.draining {
 		c.draining = noUnit // no longer sorted
 	}
+}
+
+// take removes the least item of the slot of unit u, the calendar's
+// first, which least returned; unit u becomes the start.
+func (c *calendar) take(u int64) {
+	c.start = u
+	i := uint64(u) % calSlots
+	s := c.slots[i]
+	c.slots[i] = s[:len(s)-1]
+	if len(s) == 1 {
+		c.used[i/64] &^= 1 << (i % 64)
+	}
+	c.n--
 }
 
 // least returns the least block id in the slot of unit u, which is not
