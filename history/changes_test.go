@@ -131,16 +131,18 @@ func TestRecordBitmapWithFlips(t *testing.T) {
 	for i := range 12 {
 		cur := prev.Clone()
 		r.mutate(cur)
-		ts := t0 + int64(i)*100
+		// A minute apart, as the retention keeps them: a compaction pass,
+		// which may run at any time, drops snapshots within a minute.
+		ts := t0 + int64(i)*minute
 		switch {
 		case i == 0:
 			h.RecordBitmap(ts, 0, "k", cur.Clone(), 10, nil, 0)
 			want = append(want, snapFull)
 		case i == 6: // changes since an older snapshot
-			h.RecordBitmap(ts, 0, "k", cur.Clone(), 10, roaring.Xor(prev, cur), ts-200)
+			h.RecordBitmap(ts, 0, "k", cur.Clone(), 10, roaring.Xor(prev, cur), ts-2*minute)
 			want = append(want, snapFull)
 		default:
-			h.RecordBitmap(ts, 0, "k", cur.Clone(), 10, roaring.Xor(prev, cur), ts-100)
+			h.RecordBitmap(ts, 0, "k", cur.Clone(), 10, roaring.Xor(prev, cur), ts-minute)
 			if n := len(want) - bytes.LastIndexByte(want, snapFull); n < cfg.FullEvery {
 				want = append(want, snapXor)
 			} else {
