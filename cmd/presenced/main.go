@@ -95,6 +95,10 @@ func main() {
 	} else {
 		go func() { log.Printf("presenced: pprof: %v", http.ListenAndServe(*pprofAddr, nil)) }()
 	}
+	// Caught from before the first reply: a SIGTERM right after it stops
+	// the server cleanly, as one later does.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	srv, err := server.New(cfg)
 	if err != nil {
 		log.Fatalf("presenced: %v", err)
@@ -110,8 +114,6 @@ func main() {
 			}
 		}()
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
 	log.Printf("presenced: shutting down")
 	srv.Close()

@@ -48,6 +48,9 @@ func helper(role string) int {
 		return 1
 	}
 	reply := map[string]string{"pong": "+PONG\r\n", "ok": "+OK\r\n"}[role]
+	// Caught before the first answer: a test may send it once it has one.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
 	ln, err := net.Listen("tcp", os.Getenv(helperAddr))
 	if err != nil {
 		fmt.Println(err)
@@ -63,8 +66,6 @@ func helper(role string) int {
 			go answer(conn, reply)
 		}
 	}()
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
 	<-term
 	return 0
 }
