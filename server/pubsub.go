@@ -236,9 +236,11 @@ func (c *client) subscribe(kind string, patterns bool, names [][]byte) {
 		}
 		c.confirm(kind, n, c.ps.count())
 	}
+	// Counted before the confirmations go out: a client that read them
+	// finds itself subscribed in CLIENT LIST.
+	c.noteSubscriptions()
 	c.s.pubsub.change(c.ps.box, patterns, true, added, c.out.B)
 	c.out.Reset()
-	c.noteSubscriptions()
 }
 
 // unsubscribe removes channels or patterns from the client's
@@ -265,13 +267,13 @@ func (c *client) unsubscribe(kind string, patterns bool, names [][]byte) {
 		}
 		c.confirm(kind, n, c.ps.count())
 	}
+	c.noteSubscriptions() // as in subscribe
 	c.s.pubsub.change(c.ps.box, patterns, false, removed, c.out.B)
 	c.out.Reset()
 	if c.ps.count() == 0 {
 		c.ps.box.finish()
 		c.ps = nil
 	}
-	c.noteSubscriptions()
 }
 
 // confirmNone answers an unsubscription of a client without
