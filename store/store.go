@@ -56,8 +56,8 @@ type Stats struct {
 // write lock for a whole batch, Read the read lock.
 type Store struct {
 	sink sinkHolder // where bit events go; see SetEventSink
-	// bitsBehind is set when an Apply left passed bit deadlines for the
-	// next one (see expiryBudget).
+	// bitsBehind is set when an Apply left passed bit deadlines or block
+	// bounds for the next one (see BitsBehind).
 	bitsBehind atomic.Bool
 	mu         struct {
 		sync.RWMutex
