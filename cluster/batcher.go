@@ -50,7 +50,7 @@ type batcher struct {
 // done channel: nobody waits for it.
 type request struct {
 	cmds []store.Command
-	size int // encoded size of cmds
+	size int // bound of the encoded size of cmds (commandSize)
 	out  *store.Replies
 	done chan error
 }
@@ -220,13 +220,11 @@ func (b *batcher) take() []*request {
 // hands it to raft.
 func (b *batcher) propose(reqs []*request) *proposal {
 	batches := make([][]store.Command, len(reqs))
-	size := 0
 	for i, r := range reqs {
 		batches[i] = r.cmds
-		size += r.size
 	}
 	now := time.Now().UnixMilli()
-	data := encodeEntry(now, batches, size)
+	data := encodeEntry(now, batches)
 	p := &proposal{b: b, key: &data[0], time: now, reqs: reqs, batches: batches, resolved: make(chan struct{})}
 	b.fsm.pending.Store(p.key, p)
 	// Counted before raft has it: the FSM may answer the entry's callers

@@ -1,18 +1,22 @@
 package cluster
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
+	"strconv"
 
 	"github.com/presenced/presenced/store"
 )
 
 // entryVersion is the version of the log entry encoding written by this
-// code. A replica refuses entries of a version it does not know.
-const entryVersion = 1
+// code. A replica refuses entries of a version it does not know; it reads
+// those of every version before this one, which a log written by older code
+// may still hold.
+const entryVersion = 2
 
 // ErrBadEntry is returned when a log entry cannot be decoded: it is
 // truncated, corrupted, or of an unknown version.
@@ -23,16 +27,30 @@ var ErrBadEntry = errors.New("cluster: malformed log entry")
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // entry is one raft log entry: a batch of commands applied atomically at
-// the leader's time. Version 1 encodes it as
+// the leader's time. Version 2 encodes it as
 //
-//	byte     version (1)
+//	byte     version (2)
 //	varint   time, unix ms
 //	uvarint  number of commands
 //	per command:
 //	  varint   database
 //	  uvarint  number of arguments
-//	  per argument: uvarint length, bytes
+//	  per argument: uvarint tag, then
+//	    tag 0: nothing; the argument equals the previous command's
+//	           argument at the same position
+//	    tag 1: uvarint v; the argument is v in decimal
+//	    tag n > 1: n-2 bytes, the argument
 //	uint32   CRC-32C (Castagnoli) of all the bytes before it, little endian
+//
+// Each argument takes the first form that fits: a repeat when the previous
+// command has one at its position with the same bytes, an integer when it
+// is the canonical decimal form of an integer below 2^64 (no sign, no
+// leading zero), else its bytes. Heartbeats are mostly repeats and an
+// integer (`SETBIT online:bitmap:0 <id> 1` takes 10 bytes rather than 37,
+// an offset of `BITSETEX` 5 rather than 9), and the log, its fsyncs,
+// replication and the garbage raft's log store makes per entry all shrink
+// with the entry. Version 1 had neither: each argument was its length and
+// its bytes.
 //
 // An entry without commands is a tick: it only advances time.
 type entry struct {
@@ -40,11 +58,19 @@ type entry struct {
 	cmds []store.Command
 }
 
-// commandSize is the number of bytes cmd takes in an encoded entry.
+// Argument tags of version 2.
+const (
+	tagRepeat  = 0
+	tagInteger = 1
+	tagLiteral = 2 // plus the length
+)
+
+// commandSize bounds the bytes cmd takes in an encoded entry: the size it
+// takes when every argument is written as its bytes.
 func commandSize(cmd store.Command) int {
 	n := varintLen(int64(cmd.DB)) + uvarintLen(uint64(len(cmd.Args)))
 	for _, a := range cmd.Args {
-		n += uvarintLen(uint64(len(a))) + len(a)
+		n += uvarintLen(uint64(len(a))+tagLiteral) + len(a)
 	}
 	return n
 }
@@ -53,28 +79,85 @@ func commandSize(cmd store.Command) int {
 const entryOverhead = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen64 + 4
 
 // encodeEntry encodes the commands of batches, in order, as one entry at
-// time now. size is the sum of commandSize over the commands, used to
-// allocate the result exactly once: raft keeps the returned slice.
-func encodeEntry(now int64, batches [][]store.Command, size int) []byte {
-	n := 0
+// time now. It allocates the result once, at its exact size: raft keeps the
+// returned slice.
+func encodeEntry(now int64, batches [][]store.Command) []byte {
+	n, size := 0, 0
+	var prev [][]byte
 	for _, b := range batches {
 		n += len(b)
+		for _, cmd := range b {
+			size += varintLen(int64(cmd.DB)) + uvarintLen(uint64(len(cmd.Args)))
+			for i, a := range cmd.Args {
+				size += argSize(prev, i, a)
+			}
+			prev = cmd.Args
+		}
 	}
-	buf := make([]byte, 0, entryOverhead+size)
+	buf := make([]byte, 0, 1+varintLen(now)+uvarintLen(uint64(n))+size+4)
 	buf = append(buf, entryVersion)
 	buf = binary.AppendVarint(buf, now)
 	buf = binary.AppendUvarint(buf, uint64(n))
+	prev = nil
 	for _, b := range batches {
 		for _, cmd := range b {
 			buf = binary.AppendVarint(buf, int64(cmd.DB))
 			buf = binary.AppendUvarint(buf, uint64(len(cmd.Args)))
-			for _, a := range cmd.Args {
-				buf = binary.AppendUvarint(buf, uint64(len(a)))
-				buf = append(buf, a...)
+			for i, a := range cmd.Args {
+				buf = appendArg(buf, prev, i, a)
 			}
+			prev = cmd.Args
 		}
 	}
 	return appendChecksum(buf)
+}
+
+// argSize is the size of argument i of a command, a, written after a
+// command whose arguments are prev.
+func argSize(prev [][]byte, i int, a []byte) int {
+	if repeats(prev, i, a) {
+		return 1
+	}
+	if v, ok := decimal(a); ok {
+		return 1 + uvarintLen(v)
+	}
+	return uvarintLen(uint64(len(a))+tagLiteral) + len(a)
+}
+
+// appendArg appends argument i of a command, a, written after a command
+// whose arguments are prev, to buf.
+func appendArg(buf []byte, prev [][]byte, i int, a []byte) []byte {
+	if repeats(prev, i, a) {
+		return append(buf, tagRepeat)
+	}
+	if v, ok := decimal(a); ok {
+		return binary.AppendUvarint(append(buf, tagInteger), v)
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(a))+tagLiteral)
+	return append(buf, a...)
+}
+
+// repeats reports whether argument i of a command, a, is written as a
+// repeat after a command whose arguments are prev.
+func repeats(prev [][]byte, i int, a []byte) bool {
+	return i < len(prev) && bytes.Equal(prev[i], a)
+}
+
+// decimal returns the integer whose canonical decimal form is a, if a is
+// one and the integer is below 2^64.
+func decimal(a []byte) (uint64, bool) {
+	if len(a) == 0 || len(a) > 20 || a[0] == '0' && len(a) > 1 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range a {
+		d := uint64(c - '0')
+		if d > 9 || v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
 }
 
 // appendChecksum appends the checksum of body to it.
@@ -82,8 +165,10 @@ func appendChecksum(body []byte) []byte {
 	return binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli))
 }
 
-// decodeEntry decodes an entry. The commands' arguments point into data.
-// It rejects anything encodeEntry would not have produced.
+// decodeEntry decodes an entry of any version up to entryVersion. The
+// commands' arguments point into data (a repeat shares its bytes with the
+// argument it repeats). It rejects anything encodeEntry would not have
+// produced, but for the version: a version 1 entry re-encodes as version 2.
 func decodeEntry(data []byte) (entry, error) {
 	if len(data) < 1+4 {
 		return entry{}, fmt.Errorf("%w: %d bytes", ErrBadEntry, len(data))
@@ -92,8 +177,9 @@ func decodeEntry(data []byte) (entry, error) {
 	if crc32.Checksum(body, castagnoli) != sum {
 		return entry{}, fmt.Errorf("%w: checksum mismatch", ErrBadEntry)
 	}
-	if body[0] != entryVersion {
-		return entry{}, fmt.Errorf("%w: unknown version %d", ErrBadEntry, body[0])
+	version := body[0]
+	if version < 1 || version > entryVersion {
+		return entry{}, fmt.Errorf("%w: unknown version %d", ErrBadEntry, version)
 	}
 	d := decoder{b: body[1:]}
 	e := entry{time: d.varint()}
@@ -105,6 +191,8 @@ func decodeEntry(data []byte) (entry, error) {
 	e.cmds = make([]store.Command, n)
 	var args [][]byte
 	starts := make([]int, n)
+	var prev [][]byte
+	var digits []byte // the decimal forms of integer arguments
 	for i := range e.cmds {
 		db := d.varint()
 		if db < math.MinInt32 || db > math.MaxInt32 {
@@ -112,12 +200,43 @@ func decodeEntry(data []byte) (entry, error) {
 		}
 		e.cmds[i].DB = int(db)
 		starts[i] = len(args)
-		for range d.count(1) {
-			args = append(args, d.bytes())
+		for j := range d.count(1) {
+			if version == 1 {
+				args = append(args, d.take(d.uvarint()))
+				continue
+			}
+			var a []byte
+			switch tag := d.uvarint(); tag {
+			case tagRepeat:
+				if j >= len(prev) {
+					d.fail("repeat of a missing argument")
+				} else {
+					a = prev[j]
+				}
+			case tagInteger:
+				if cap(digits)-len(digits) < 20 {
+					digits = make([]byte, 0, 4096)
+				}
+				k := len(digits)
+				digits = strconv.AppendUint(digits, d.uvarint(), 10)
+				a = digits[k:len(digits):len(digits)]
+				d.notRepeat(prev, j, a)
+			default:
+				a = d.take(tag - tagLiteral)
+				if _, ok := decimal(a); ok {
+					d.fail("integer argument written as bytes")
+				}
+				d.notRepeat(prev, j, a)
+			}
+			if d.err != nil {
+				break
+			}
+			args = append(args, a)
 		}
 		if d.err != nil {
 			return entry{}, d.err
 		}
+		prev = args[starts[i]:]
 	}
 	if len(d.b) != 0 {
 		return entry{}, fmt.Errorf("%w: %d trailing bytes", ErrBadEntry, len(d.b))
@@ -177,10 +296,21 @@ func (d *decoder) count(min int) int {
 	return int(v)
 }
 
-// bytes reads a length-prefixed byte string, capped so that appending to
-// it cannot overwrite the rest of the entry.
-func (d *decoder) bytes() []byte {
-	n := d.count(1)
+// notRepeat fails the decoding if argument j, a, should have been written
+// as a repeat of the previous command's, prev.
+func (d *decoder) notRepeat(prev [][]byte, j int, a []byte) {
+	if repeats(prev, j, a) {
+		d.fail("argument not written as the repeat it is")
+	}
+}
+
+// take reads the next n bytes, capped so that appending to them cannot
+// overwrite the rest of the entry.
+func (d *decoder) take(n uint64) []byte {
+	if n > uint64(len(d.b)) {
+		d.fail("argument exceeds entry size")
+		return nil
+	}
 	b := d.b[:n:n]
 	d.b = d.b[n:]
 	return b
