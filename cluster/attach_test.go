@@ -282,3 +282,53 @@ func TestNewLeaderShipsItsAttachment(t *testing.T) {
 		t.Fatalf("n3's attachment: version %d %q, want the new leader's 10 \"n2\"", v, content)
 	}
 }
+
+// heldSnapshots is a state machine whose snapshots, once taken, wait for
+// release before they are written.
+type heldSnapshots struct {
+	StateMachine
+	taken   chan struct{}
+	release chan struct{}
+}
+
+func (m heldSnapshots) Snapshot() io.WriterTo {
+	return heldWriter{m.StateMachine.Snapshot(), m}
+}
+
+type heldWriter struct {
+	io.WriterTo
+	m heldSnapshots
+}
+
+func (w heldWriter) WriteTo(dst io.Writer) (int64, error) {
+	w.m.taken <- struct{}{}
+	<-w.m.release
+	return w.WriterTo.WriteTo(dst)
+}
+
+// TestPersistingSnapshots checks that Stats counts a snapshot from when it
+// is taken until it is written, and no longer.
+func TestPersistingSnapshots(t *testing.T) {
+	m := heldSnapshots{FromStore(store.New()), make(chan struct{}), make(chan struct{})}
+	n := openTest(t, durableConfig(t, "solo"), m)
+	waitReady(t, n)
+	if err := n.Apply([]store.Command{cmd(0, "SETBIT", "online", "7", "1")}, new(store.Replies)); err != nil {
+		t.Fatal(err)
+	}
+	if p := n.Stats().Persisting; p != 0 {
+		t.Fatalf("persisting %d before any snapshot", p)
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.Snapshot() }()
+	<-m.taken
+	if p := n.Stats().Persisting; p != 1 {
+		t.Fatalf("persisting %d while a snapshot is written", p)
+	}
+	close(m.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if p := n.Stats().Persisting; p != 0 {
+		t.Fatalf("persisting %d after the snapshot was written", p)
+	}
+}

@@ -52,6 +52,10 @@ type fsm struct {
 	replies  sync.Pool     // of *store.Replies
 	applied  progress      // index of the latest entry of commands or membership applied
 	restores atomic.Uint64 // snapshots restored
+	// persisting counts the snapshots taken and not yet released: their
+	// state is being written, and the store's copy-on-write keeps what
+	// they share with it.
+	persisting atomic.Int64
 
 	// pending holds the entries this node proposed and has not applied,
 	// by their first byte (*byte -> *proposal): the FSM applies such an
@@ -143,7 +147,8 @@ func (f *fsm) putReplies(r *store.Replies) {
 // index of the latest entry applied is exact.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.snapshotMark = f.logBytes.Load()
-	return fsmSnapshot{state: f.sm.Snapshot(), applied: f.applied.get()}, nil
+	f.persisting.Add(1)
+	return fsmSnapshot{state: f.sm.Snapshot(), applied: f.applied.get(), persisting: &f.persisting}, nil
 }
 
 // Restore implements raft.FSM. A framed snapshot's attachment is
@@ -207,8 +212,9 @@ func decodeSnapshotHeader(h [snapshotHeaderLen]byte) (uint64, error) {
 
 // fsmSnapshot writes a captured state into raft's snapshot sink.
 type fsmSnapshot struct {
-	state   io.WriterTo
-	applied uint64
+	state      io.WriterTo
+	applied    uint64
+	persisting *atomic.Int64 // the FSM's count, decremented on release
 }
 
 // Persist implements raft.FSMSnapshot.
@@ -224,8 +230,9 @@ func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	return sink.Close()
 }
 
-// Release implements raft.FSMSnapshot.
-func (fsmSnapshot) Release() {}
+// Release implements raft.FSMSnapshot; raft calls it once the snapshot is
+// persisted or failed.
+func (s fsmSnapshot) Release() { s.persisting.Add(-1) }
 
 // progress is an index that only grows, with a way to wait for it.
 type progress struct {

@@ -905,6 +905,9 @@ type Stats struct {
 	// Restores counts the snapshots restored into the store: at start, and
 	// when the leader sent one to catch this node up.
 	Restores uint64
+	// Persisting is the number of snapshots of this node's state being
+	// written: while one is, the store keeps a copy of what writes change.
+	Persisting int64
 }
 
 // Stats returns the node's current statistics.
@@ -923,5 +926,6 @@ func (n *Node) Stats() Stats {
 		Commands:     n.batch.commands.Load(),
 		Queued:       n.batch.queued(),
 		Restores:     n.fsm.restores.Load(),
+		Persisting:   n.fsm.persisting.Load(),
 	}
 }

@@ -129,8 +129,8 @@ func raftInfo(node *cluster.Node) string {
 		cfg.NodeID, node.RaftAddr(), strings.ToLower(st.State), st.Term, st.LeaderID, st.LeaderAddr)
 	fmt.Fprintf(&b, "last_index:%d\r\ncommit_index:%d\r\napplied_index:%d\r\ndigest:%016x\r\n",
 		st.LastIndex, st.CommitIndex, applied, digest)
-	fmt.Fprintf(&b, "entries_proposed:%d\r\nbatches_committed:%d\r\ncommands_committed:%d\r\nsnapshots_restored:%d\r\n",
-		st.Entries, st.Batches, st.Commands, st.Restores)
+	fmt.Fprintf(&b, "entries_proposed:%d\r\nbatches_committed:%d\r\ncommands_committed:%d\r\nsnapshots_restored:%d\r\nsnapshot_in_progress:%d\r\n",
+		st.Entries, st.Batches, st.Commands, st.Restores, st.Persisting)
 	members, _ := node.Members()
 	fmt.Fprintf(&b, "members:%d\r\n", len(members))
 	for i, m := range members {
