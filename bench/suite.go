@@ -290,7 +290,7 @@ var groupRunners = map[string]func(*suite) error{
 // datasets measures the memory of each data set and BITCOUNT on some.
 func (s *suite) datasets() error {
 	cfg := s.cfg
-	mem := Group{Title: "Memory for the data", Note: "anonymous RSS (RssAnon: heap and stacks; not file-backed pages such as presenced's memory-mapped Raft log, which are page cache) after loading the key minus that of the same server empty (after it served a short warm-up load on a scratch key, since deleted), both read once RSS is stable, with a MEMORY PURGE before each reading; a fresh pair of servers per row."}
+	mem := Group{Title: "Memory for the data", Note: "anonymous RSS (RssAnon: heap and stacks; not file-backed pages such as presenced's memory-mapped Raft log, which are page cache) after loading the key minus that of the same server empty (after it served a short warm-up load on a scratch key, since deleted), both read once no snapshot is being written (presenced) and RSS is stable, with a MEMORY PURGE before each reading; a fresh pair of servers per row."}
 	bc := Group{Title: "BITCOUNT of a whole key", Throughput: true, Note: fmt.Sprintf("`BITCOUNT %s` with no range, pipeline 1 (Redis's scan of the whole string makes deeper pipelines time out).", datasetKey)}
 	for _, ds := range []dataset{
 		{ids: cfg.SmallIDs, space: cfg.Space, memTarget: targetMemSmall, bitcount: true},
@@ -559,13 +559,16 @@ func share(n uint64, k, i int) (from, to uint64) {
 	return n * uint64(i) / uint64(k), n * uint64(i+1) / uint64(k)
 }
 
-// settledRSS returns the RSS of the server once three readings in a row
-// agree within 0.1% + 16 KiB, or the last reading when SettleTimeout passes
-// first. Before each reading it asks the server to return free memory to
-// the system (MEMORY PURGE), so that memory a background task frees after
-// one purge (presenced's snapshot, which may be under way when a load
-// ends) is returned by the next rather than counted.
+// settledRSS returns the RSS of the server once it writes no snapshot
+// (waitSnapshots) and three readings in a row agree within 0.1% + 16 KiB,
+// or the last reading when SettleTimeout passes first. Before each reading
+// it asks the server to return free memory to the system (MEMORY PURGE),
+// so that memory freed after one purge is returned by the next rather than
+// counted.
 func (s *suite) settledRSS(c *client, pid int) (int64, error) {
+	if err := s.waitSnapshots(c, pid); err != nil {
+		return 0, err
+	}
 	deadline := time.Now().Add(s.cfg.SettleTimeout)
 	var prev int64
 	for stable := -1; stable < 2; {
@@ -594,6 +597,36 @@ func (s *suite) settledRSS(c *client, pid int) (int64, error) {
 		prev = cur
 	}
 	return prev, nil
+}
+
+// snapshotWait bounds how long waitSnapshots waits.
+const snapshotWait = time.Minute
+
+// waitSnapshots returns once the server is writing no snapshot of its
+// state (presenced's RAFT INFO snapshot_in_progress is 0): while it writes
+// one, the store keeps a copy of what writes changed since, memory the
+// data itself does not take. A server without RAFT INFO (redis-server)
+// writes no such snapshots.
+func (s *suite) waitSnapshots(c *client, pid int) error {
+	deadline := time.Now().Add(snapshotWait)
+	for {
+		info, err := raftInfo(c)
+		var re replyError
+		if errors.As(err, &re) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if info["snapshot_in_progress"] == "0" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			s.warn(fmt.Sprintf("process %d was still writing a snapshot after %v", pid, snapshotWait))
+			return nil
+		}
+		time.Sleep(s.cfg.SettleInterval)
+	}
 }
 
 // warn adds a note to the report once.
