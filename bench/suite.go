@@ -290,7 +290,7 @@ var groupRunners = map[string]func(*suite) error{
 // datasets measures the memory of each data set and BITCOUNT on some.
 func (s *suite) datasets() error {
 	cfg := s.cfg
-	mem := Group{Title: "Memory for the data", Note: "anonymous RSS (RssAnon: heap and stacks; not file-backed pages such as presenced's memory-mapped Raft log, which are page cache) after loading the key minus that of the same server empty (after it served a short warm-up load on a scratch key, since deleted), both read once no snapshot is being written (presenced) and RSS is stable, with a MEMORY PURGE before each reading; a fresh pair of servers per row."}
+	mem := Group{Title: "Memory for the data", Note: "anonymous RSS (RssAnon: heap and stacks; not file-backed pages such as presenced's memory-mapped Raft log, which are page cache) after loading the key minus that of the same server empty (after it served a short warm-up load on a scratch key, since deleted), both read after MEMORY PURGE once no snapshot is being written (presenced) and RSS is stable; a fresh pair of servers per row."}
 	bc := Group{Title: "BITCOUNT of a whole key", Throughput: true, Note: fmt.Sprintf("`BITCOUNT %s` with no range, pipeline 1 (Redis's scan of the whole string makes deeper pipelines time out).", datasetKey)}
 	for _, ds := range []dataset{
 		{ids: cfg.SmallIDs, space: cfg.Space, memTarget: targetMemSmall, bitcount: true},
@@ -559,33 +559,33 @@ func share(n uint64, k, i int) (from, to uint64) {
 	return n * uint64(i) / uint64(k), n * uint64(i+1) / uint64(k)
 }
 
-// settledRSS returns the RSS of the server once it writes no snapshot
-// (waitSnapshots) and three readings in a row agree within 0.1% + 16 KiB,
-// or the last reading when SettleTimeout passes first. Before each reading
-// it asks the server to return free memory to the system (MEMORY PURGE),
-// so that memory freed after one purge is returned by the next rather than
-// counted.
+// settledRSS waits until the server writes no snapshot (waitSnapshots),
+// asks it to return free memory to the system (MEMORY PURGE), and returns
+// its RSS once three readings in a row agree within 0.1% + 16 KiB, or the
+// last reading when SettleTimeout passes first. One purge, after the
+// snapshots: a purge also compacts presenced's bitmaps, which moves RSS.
 func (s *suite) settledRSS(c *client, pid int) (int64, error) {
 	if err := s.waitSnapshots(c, pid); err != nil {
 		return 0, err
 	}
+	if _, err := c.do(time.Minute, "MEMORY", "PURGE"); err != nil {
+		var re replyError
+		if !errors.As(err, &re) {
+			return 0, err
+		}
+		s.warn(fmt.Sprintf("MEMORY PURGE failed on process %d: %v", pid, err))
+	}
+	prev, err := readRSS(pid)
+	if err != nil {
+		return 0, err
+	}
 	deadline := time.Now().Add(s.cfg.SettleTimeout)
-	var prev int64
-	for stable := -1; stable < 2; {
-		if stable >= 0 {
-			if time.Now().After(deadline) {
-				s.warn(fmt.Sprintf("RSS of process %d still changing after %v", pid, s.cfg.SettleTimeout))
-				break
-			}
-			time.Sleep(s.cfg.SettleInterval)
+	for stable := 0; stable < 2; {
+		if time.Now().After(deadline) {
+			s.warn(fmt.Sprintf("RSS of process %d still changing after %v", pid, s.cfg.SettleTimeout))
+			break
 		}
-		if _, err := c.do(time.Minute, "MEMORY", "PURGE"); err != nil {
-			var re replyError
-			if !errors.As(err, &re) {
-				return 0, err
-			}
-			s.warn(fmt.Sprintf("MEMORY PURGE failed on process %d: %v", pid, err))
-		}
+		time.Sleep(s.cfg.SettleInterval)
 		cur, err := readRSS(pid)
 		if err != nil {
 			return 0, err
