@@ -215,7 +215,9 @@ func decodeEntry(data []byte) (entry, error) {
 				}
 			case tagInteger:
 				if cap(digits)-len(digits) < 20 {
-					digits = make([]byte, 0, 4096)
+					// The integers left take at least two bytes of
+					// the entry each and at most 20 digits.
+					digits = make([]byte, 0, min(4096, 10*len(d.b)+20))
 				}
 				k := len(digits)
 				digits = strconv.AppendUint(digits, d.uvarint(), 10)
