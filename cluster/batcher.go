@@ -38,6 +38,8 @@ type batcher struct {
 	quit      <-chan struct{}
 	raftDown  <-chan struct{}
 
+	scratch []byte // proposeLoop's buffer for encoding entries
+
 	tickQueued atomic.Bool // a tick is queued or in flight
 	enqueued   progress    // batches ever queued, for tests to wait on
 
@@ -224,7 +226,8 @@ func (b *batcher) propose(reqs []*request) *proposal {
 		batches[i] = r.cmds
 	}
 	now := time.Now().UnixMilli()
-	data := encodeEntry(now, batches)
+	var data []byte
+	data, b.scratch = encodeEntry(b.scratch, now, batches)
 	p := &proposal{b: b, key: &data[0], time: now, reqs: reqs, batches: batches, resolved: make(chan struct{})}
 	b.fsm.pending.Store(p.key, p)
 	// Counted before raft has it: the FSM may answer the entry's callers

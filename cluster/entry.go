@@ -79,26 +79,18 @@ func commandSize(cmd store.Command) int {
 const entryOverhead = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen64 + 4
 
 // encodeEntry encodes the commands of batches, in order, as one entry at
-// time now. It allocates the result once, at its exact size: raft keeps the
-// returned slice.
-func encodeEntry(now int64, batches [][]store.Command) []byte {
-	n, size := 0, 0
-	var prev [][]byte
+// time now. It writes the entry into scratch, which it returns grown for
+// the next call, and returns a copy of the entry of exactly its size: raft
+// keeps that slice.
+func encodeEntry(scratch []byte, now int64, batches [][]store.Command) (data, grown []byte) {
+	n := 0
 	for _, b := range batches {
 		n += len(b)
-		for _, cmd := range b {
-			size += varintLen(int64(cmd.DB)) + uvarintLen(uint64(len(cmd.Args)))
-			for i, a := range cmd.Args {
-				size += argSize(prev, i, a)
-			}
-			prev = cmd.Args
-		}
 	}
-	buf := make([]byte, 0, 1+varintLen(now)+uvarintLen(uint64(n))+size+4)
-	buf = append(buf, entryVersion)
+	buf := append(scratch[:0], entryVersion)
 	buf = binary.AppendVarint(buf, now)
 	buf = binary.AppendUvarint(buf, uint64(n))
-	prev = nil
+	var prev [][]byte
 	for _, b := range batches {
 		for _, cmd := range b {
 			buf = binary.AppendVarint(buf, int64(cmd.DB))
@@ -109,19 +101,10 @@ func encodeEntry(now int64, batches [][]store.Command) []byte {
 			prev = cmd.Args
 		}
 	}
-	return appendChecksum(buf)
-}
-
-// argSize is the size of argument i of a command, a, written after a
-// command whose arguments are prev.
-func argSize(prev [][]byte, i int, a []byte) int {
-	if repeats(prev, i, a) {
-		return 1
-	}
-	if v, ok := decimal(a); ok {
-		return 1 + uvarintLen(v)
-	}
-	return uvarintLen(uint64(len(a))+tagLiteral) + len(a)
+	buf = appendChecksum(buf)
+	data = make([]byte, len(buf))
+	copy(data, buf)
+	return data, buf
 }
 
 // appendArg appends argument i of a command, a, written after a command

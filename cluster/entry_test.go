@@ -28,7 +28,7 @@ func TestEntryRoundTrip(t *testing.T) {
 	for _, now := range []int64{0, 1, -5, 1767225600000, 1<<62 + 3} {
 		for _, cmds := range entrySeeds {
 			half := len(cmds) / 2
-			data := encodeEntry(now, [][]store.Command{cmds[:half], cmds[half:]})
+			data := encode(now, cmds[:half], cmds[half:])
 			e, err := decodeEntry(data)
 			if err != nil {
 				t.Fatalf("decode(encode(%d, %v)): %v", now, cmds, err)
@@ -53,8 +53,8 @@ func TestEntryRepeats(t *testing.T) {
 	for id := 10_000_000; id < 10_000_100; id++ {
 		cmds = append(cmds, cmd(0, "SETBIT", "online:bitmap:0", strconv.Itoa(id), "1"))
 	}
-	one := len(encodeEntry(1, [][]store.Command{cmds[:1]}))
-	all := len(encodeEntry(1, [][]store.Command{cmds[:50], cmds[50:]}))
+	one := len(encode(1, cmds[:1]))
+	all := len(encode(1, cmds[:50], cmds[50:]))
 	if per := (all - one) / (len(cmds) - 1); per != 6+4 {
 		t.Fatalf("a repeating heartbeat takes %d bytes", per)
 	}
@@ -108,8 +108,22 @@ func TestEntryRejectsOddArguments(t *testing.T) {
 	}
 }
 
+// TestEntryScratch checks that an entry encoded through a scratch buffer
+// is its own copy: reusing the buffer for the next entry leaves it alone.
+func TestEntryScratch(t *testing.T) {
+	first, scratch := encodeEntry(nil, 1, [][]store.Command{entrySeeds[4]})
+	want := append([]byte(nil), first...)
+	second, _ := encodeEntry(scratch, 2, [][]store.Command{entrySeeds[2]})
+	if !bytes.Equal(first, want) {
+		t.Fatal("encoding the next entry into the scratch buffer changed the first")
+	}
+	if e, err := decodeEntry(second); err != nil || !sameCommands(e.cmds, entrySeeds[2]) {
+		t.Fatalf("second entry decoded as %v, %v", e.cmds, err)
+	}
+}
+
 func TestEntryRejectsDamage(t *testing.T) {
-	good := encodeEntry(42, [][]store.Command{entrySeeds[2]})
+	good := encode(42, entrySeeds[2])
 	for i := range good {
 		for _, bad := range [][]byte{good[:i], flip(good, i)} {
 			if _, err := decodeEntry(bad); !errors.Is(err, ErrBadEntry) {
@@ -129,7 +143,7 @@ func TestEntryRejectsDamage(t *testing.T) {
 
 func TestDecodedArgsDoNotAlias(t *testing.T) {
 	cmds := []store.Command{cmd(0, "SET", "a", "x"), cmd(0, "SET", "b", "y")}
-	data := encodeEntry(1, [][]store.Command{cmds})
+	data := encode(1, cmds)
 	e, err := decodeEntry(data)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +160,7 @@ func TestDecodedArgsDoNotAlias(t *testing.T) {
 // same commands.
 func FuzzDecodeEntry(f *testing.F) {
 	for _, cmds := range entrySeeds {
-		f.Add(encodeEntry(1767225600000, [][]store.Command{cmds}))
+		f.Add(encode(1767225600000, cmds))
 		f.Add(encodeVersion1(1767225600000, cmds))
 	}
 	f.Add([]byte{})
@@ -164,7 +178,7 @@ func FuzzDecodeEntry(f *testing.F) {
 				return
 			}
 		}
-		again := encodeEntry(e.time, [][]store.Command{e.cmds})
+		again := encode(e.time, e.cmds)
 		if data[0] == 1 {
 			if e2, err := decodeEntry(again); err != nil || e2.time != e.time || !sameCommands(e2.cmds, e.cmds) {
 				t.Fatalf("version 1 entry %x re-encoded as %x: %v", data, again, err)
@@ -175,6 +189,12 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("re-encoding %x gives %x", data, again)
 		}
 	})
+}
+
+// encode is encodeEntry without a scratch buffer.
+func encode(now int64, batches ...[]store.Command) []byte {
+	data, _ := encodeEntry(nil, now, batches)
+	return data
 }
 
 // encodeVersion1 encodes cmds as an entry of version 1 at time now.
