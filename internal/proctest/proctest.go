@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,16 +31,52 @@ const pollInterval = time.Millisecond
 // tailBytes is how much of the end of a process's output errors quote.
 const tailBytes = 2000
 
-// FreePort asks the kernel for a free TCP port on 127.0.0.1. Another
-// process may take it before the server binds it; the server then fails
-// to start, which Poll and WaitPING report.
+// FreePort returns a TCP port that is free on 127.0.0.1, for a server to
+// bind. It picks one at random below the kernel's range of ephemeral
+// ports, so that no outgoing connection takes it as its local port before
+// the server binds it (a port the kernel handed out for ":0" is in that
+// range, and a busy test's clients reuse such ports at once). Another
+// process picking ports may still take it first; the server then fails to
+// start, which Poll and WaitPING report.
 func FreePort() (int, error) {
+	low := ephemeralLow()
+	for range 100 {
+		port := portsFrom + rand.IntN(low-portsFrom)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("proctest: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portsFrom is the lowest port FreePort picks: above the ports of
+// well-known services.
+const portsFrom = 10000
+
+// ephemeralLow returns the first port of the kernel's ephemeral range
+// (Linux's ip_local_port_range), or 32768, the usual one, where that is
+// not known or leaves too few ports below it.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low < portsFrom+1000 {
+		return 32768
+	}
+	return low
 }
 
 // syncBuffer is a buffer that a process writes while others read it.

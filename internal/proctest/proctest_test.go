@@ -208,3 +208,18 @@ func TestFreePortIsBindable(t *testing.T) {
 	}
 	ln.Close()
 }
+
+// TestFreePortBelowEphemeral checks that the ports FreePort picks are
+// ones no outgoing connection takes as its local port.
+func TestFreePortBelowEphemeral(t *testing.T) {
+	low := ephemeralLow()
+	for range 50 {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < portsFrom || port >= low {
+			t.Fatalf("port %d is outside [%d, %d)", port, portsFrom, low)
+		}
+	}
+}
