@@ -6,11 +6,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -293,52 +292,21 @@ func (c *cluster) waitLeader(timeout time.Duration) (*node, error) {
 	return l, err
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1. It prefers
-// ports below the kernel's ephemeral range, so that a port a killed node
-// frees is not handed out to an outgoing connection before the node
+// freePorts returns n distinct free TCP ports on 127.0.0.1, from below the
+// kernel's ephemeral range (proctest.FreePort), so that a port a killed
+// node frees is not handed out to an outgoing connection before the node
 // restarts on it.
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	lo := ephemeralLow()
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
 	var ports []int
-	for attempt := 0; len(ports) < n && attempt < 1000; attempt++ {
-		addr := "127.0.0.1:0"
-		if lo > 20000 {
-			addr = fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(lo-20000))
-		}
-		ln, err := net.Listen("tcp", addr)
+	for len(ports) < n {
+		p, err := proctest.FreePort()
 		if err != nil {
-			continue
+			t.Fatal(err)
 		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	if len(ports) < n {
-		t.Fatalf("found only %d free ports", len(ports))
+		if !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
 	}
 	return ports
-}
-
-// ephemeralLow returns the first port of the kernel's ephemeral range, or
-// 0 if it is unknown.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	lo, err := strconv.Atoi(f[0])
-	if err != nil {
-		return 0
-	}
-	return lo
 }
