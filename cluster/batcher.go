@@ -228,6 +228,11 @@ func (b *batcher) propose(reqs []*request) *proposal {
 	now := time.Now().UnixMilli()
 	var data []byte
 	data, b.scratch = encodeEntry(b.scratch, now, batches)
+	if cap(b.scratch) > entryOverhead+b.maxBytes {
+		// A batch larger than an entry's bound (a big SET) got an entry
+		// of its own; its buffer is not kept for the usual ones.
+		b.scratch = nil
+	}
 	p := &proposal{b: b, key: &data[0], time: now, reqs: reqs, batches: batches, resolved: make(chan struct{})}
 	b.fsm.pending.Store(p.key, p)
 	// Counted before raft has it: the FSM may answer the entry's callers
