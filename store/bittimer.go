@@ -425,6 +425,46 @@ func (t *bitTimers) clone() *bitTimers {
 	return c
 }
 
+// compact re-packs the blocks and deadlines of these timers, as
+// Store.Compact does bitmaps. A block's deadlines grow a quarter at a
+// time through the allocator's size classes, and a key armed at random
+// leaves the spans of the classes its blocks passed through partly used
+// (for 10M ids of 100M armed, about 10 MB beside the 45 MB of blocks and
+// deadlines). compact copies the blocks of each directory page into one
+// array and their deadlines into one slice, each block's at exactly its
+// length, so that the old copies free whole spans. A block that arms a
+// new bit later has no spare capacity and moves its deadlines out of the
+// shared slice, as growing them would anyway; an array and a slice are
+// freed once none of their blocks uses them. Blocks shared with a clone
+// stay the clone's (see own).
+func (t *bitTimers) compact() {
+	for _, pg := range t.blocks.pages {
+		if pg == nil {
+			continue
+		}
+		total := 0
+		for _, b := range pg.blocks {
+			if b != nil {
+				total += len(b.dl)
+			}
+		}
+		blocks, dl := make([]timerBlock, pg.n), make([]uint16, total)
+		next := 0
+		for i, b := range pg.blocks {
+			if b == nil {
+				continue
+			}
+			nb := &blocks[next]
+			next++
+			*nb = *b
+			nb.epoch = t.epoch
+			n := copy(dl, b.dl)
+			nb.dl, dl = dl[:n:n], dl[n:]
+			pg.blocks[i] = nb
+		}
+	}
+}
+
 // Estimated costs of the Go structures, for MEMORY USAGE.
 const (
 	mapSlotSize  = 16 // a map's per-entry overhead beyond key and value, roughly

@@ -686,9 +686,13 @@ func (mt *timerModelTest) steps() []weighted {
 		{30, mt.bitsetex}, {12, mt.setbit}, {5, mt.bitfield}, {3, mt.setrange}, {1, mt.appendCmd},
 		{2, mt.set}, {2, mt.del}, {3, mt.rename}, {3, mt.copyCmd}, {2, mt.move}, {1, mt.swapdb},
 		{1, mt.flushdb}, {2, mt.expire}, {2, mt.rulesCmd}, {10, mt.bitttl}, {8, mt.bitrecent},
-		{5, mt.getbit}, {3, mt.bitcount}, {20, mt.advance},
+		{5, mt.getbit}, {3, mt.bitcount}, {20, mt.advance}, {1, mt.compact},
 	}
 }
+
+// compact re-packs the store's memory, which must change nothing the
+// model sees: later arms, sweeps and reads run on the packed blocks.
+func (mt *timerModelTest) compact() { mt.s.Compact() }
 
 func (mt *timerModelTest) step(steps []weighted) {
 	pick(mt.rnd, steps)()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand"
 	"runtime"
 	"slices"
@@ -422,7 +423,15 @@ func BenchmarkBitSweep(b *testing.B) {
 // deadlines it holds in every way (re-arm, disarm, insert, rebase, edit,
 // sweep): the snapshot's encoding and the state it restores must be those
 // of the moment it was taken, the blocks being shared copy-on-write.
+// Compacting the store after the snapshot was taken must not change the
+// snapshot either.
 func TestBitTimerSnapshotIsolated(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) { testSnapshotIsolated(t, compact) })
+	}
+}
+
+func testSnapshotIsolated(t *testing.T, compact bool) {
 	s := New()
 	apply := func(now int64, args ...string) {
 		var r Replies
@@ -443,6 +452,9 @@ func TestBitTimerSnapshotIsolated(t *testing.T) {
 	var before bytes.Buffer
 	if _, err := sn.WriteTo(&before); err != nil {
 		t.Fatal(err)
+	}
+	if compact {
+		s.Compact()
 	}
 
 	apply(testNow+100, append([]string{"BITPSETEX", "k", "60000"}, offs(0, 1000, 7)...)...)
@@ -469,6 +481,61 @@ func TestBitTimerSnapshotIsolated(t *testing.T) {
 	}
 	if s.Digest() == digest {
 		t.Fatal("the changes after the snapshot changed nothing: the test tests nothing")
+	}
+}
+
+// TestCompactTimers checks that compacting leaves every block's deadlines
+// at exactly their count, and that arming, disarming and sweeping on the
+// packed blocks give what they give on the others.
+func TestCompactTimers(t *testing.T) {
+	rnd := rand.New(rand.NewSource(1))
+	packed, loose := newBitTimers(), newBitTimers()
+	nowu := int64(testNow / timerTick)
+	arm := func(off uint32, du int64) {
+		packed.arm(off, du, nowu)
+		loose.arm(off, du, nowu)
+	}
+	for range 20_000 {
+		arm(uint32(rnd.Intn(1<<20)), nowu+int64(rnd.Intn(600)))
+	}
+	before := packed.memoryUsage()
+	packed.compact()
+	deadlines := 0
+	for _, b := range packed.blocks.all() {
+		if cap(b.dl) != len(b.dl) {
+			t.Fatalf("a block keeps %d deadlines in a capacity of %d", len(b.dl), cap(b.dl))
+		}
+		deadlines += len(b.dl)
+	}
+	if after := packed.memoryUsage(); deadlines != packed.n || after >= before {
+		t.Fatalf("compacted %d deadlines of %d armed bits: memory %d bytes, was %d", deadlines, packed.n, after, before)
+	}
+	for range 20_000 {
+		off := uint32(rnd.Intn(1 << 20))
+		if rnd.Intn(3) == 0 {
+			packed.disarm(off)
+			loose.disarm(off)
+		} else {
+			arm(off, nowu+int64(rnd.Intn(600)))
+		}
+	}
+	due := nowu + 300
+	gotOut, _ := packed.sweep(due, nil, math.MaxInt)
+	wantOut, _ := loose.sweep(due, nil, math.MaxInt)
+	slices.Sort(gotOut)
+	slices.Sort(wantOut)
+	if !slices.Equal(gotOut, wantOut) {
+		t.Fatalf("sweeping the packed timers expired %d bits, the others %d", len(gotOut), len(wantOut))
+	}
+	type deadline struct {
+		off uint32
+		du  int64
+	}
+	var got, want []deadline
+	packed.eachSorted(func(off uint32, du int64) { got = append(got, deadline{off, du}) })
+	loose.eachSorted(func(off uint32, du int64) { want = append(want, deadline{off, du}) })
+	if !slices.Equal(got, want) {
+		t.Fatalf("the packed timers hold %d deadlines, the others %d, or other ones", len(got), len(want))
 	}
 }
 
