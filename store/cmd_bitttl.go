@@ -415,7 +415,7 @@ func (s *Store) scheduleBitsLocked(db int, e *entry) {
 // propose it at once. The budget is counted in bits and visits, in an
 // order that depends on the state alone, so every replica stops at the
 // same block.
-const expiryBudget = 6144
+const expiryBudget = 4096
 
 // BitsBehind reports whether the latest Apply left bit deadlines or block
 // bounds that had passed, because it spent its expiryBudget: the next
