@@ -55,8 +55,18 @@ func setbit(c *ctx, args [][]byte) {
 	if e == nil {
 		e = c.put(args[1], value{})
 	}
-	old := e.v.setBit(off, on == 1)
-	c.setbitTimers(e, args[1], off, on == 1, old)
+	ttl := int64(0)
+	if on == 1 {
+		ttl = c.ruleTTL(args[1])
+	}
+	var old bool
+	if ttl > 0 { // a bit-TTL rule arms the bit
+		old = !c.setArmed(e, args[1], off, c.ruleDeadline(ttl))
+		c.s.scheduleBitsLocked(c.dbIndex, e)
+	} else {
+		old = e.v.setBit(off, on == 1)
+		c.setbitTimers(e, args[1], off, on == 1, old)
+	}
 	if old {
 		c.w.Int(1)
 	} else {

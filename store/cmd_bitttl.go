@@ -121,23 +121,29 @@ func bitsetexHandler(unit int64) handler {
 
 // setArmed sets bit off of e (whose key is key) and arms it with deadline
 // at (ms), reporting whether the bit was 0. The caller schedules e.
+//
+// A bit with a deadline is set, so re-arming one (a heartbeat of a user
+// online) moves its deadline and leaves the bitmap alone: one lookup in
+// the timers rather than one there and another in the bitmap.
 func (c *ctx) setArmed(e *entry, key []byte, off uint64, at int64) bool {
+	if c.arm(e, off, at) {
+		return false
+	}
 	joined := !e.v.setBit(off, true)
-	c.arm(e, off, at)
 	if joined {
 		c.emit(key, EventJoin, off)
 	}
 	return joined
 }
 
-// arm gives the set bit off of e the deadline at (ms); at-now becomes the
-// key's latest TTL.
-func (c *ctx) arm(e *entry, off uint64, at int64) {
+// arm gives bit off of e, set or about to be, the deadline at (ms), and
+// reports whether it had one; at-now becomes the key's latest TTL.
+func (c *ctx) arm(e *entry, off uint64, at int64) bool {
 	if e.v.t == nil {
 		e.v.t = newBitTimers()
 	}
 	e.v.t.ttl = at - c.now
-	e.v.t.arm(uint32(off), unitsUp(at), c.now/timerTick)
+	return e.v.t.arm(uint32(off), unitsUp(at), c.now/timerTick)
 }
 
 // ruleDeadline returns the deadline (ms) a rule of ttl ms gives a bit set
@@ -149,20 +155,11 @@ func (c *ctx) ruleDeadline(ttl int64) int64 {
 	return c.now + ttl
 }
 
-// setbitTimers follows a SETBIT of off to on on e, whose bit was old: a
-// bit set to 1 is armed by the rule covering the key, or else made
-// persistent; a bit set to 0 loses its deadline.
+// setbitTimers follows a SETBIT of off to on on e, whose bit was old,
+// outside bit-TTL rules (setbit arms the bits a rule covers): the bit
+// is made persistent, or loses its deadline when set to 0.
 func (c *ctx) setbitTimers(e *entry, key []byte, off uint64, on, old bool) {
-	ttl := int64(0)
-	if on {
-		ttl = c.ruleTTL(key)
-	}
-	if ttl > 0 {
-		c.arm(e, off, c.ruleDeadline(ttl))
-		c.s.scheduleBitsLocked(c.dbIndex, e)
-	} else {
-		c.disarm(e, off)
-	}
+	c.disarm(e, off)
 	switch {
 	case on && !old:
 		c.emit(key, EventJoin, off)
