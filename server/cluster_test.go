@@ -193,6 +193,59 @@ func TestFollowerServesWrites(t *testing.T) {
 	}
 }
 
+// TestFollowerKeepsForwardConnections checks that a follower forwarding
+// the writes of many clients at once reuses its connections to the
+// leader rather than dialing new ones for every burst: the second of two
+// rounds of the same concurrency opens none.
+func TestFollowerKeepsForwardConnections(t *testing.T) {
+	srvs := startCluster(t, 3)
+	l := clusterLeader(t, srvs)
+	f := clusterFollowers(srvs, l)[0]
+	ctx := context.Background()
+	// Well above the connections a follower used to keep idle (8), and
+	// within the bound it keeps now.
+	const writers = 32
+	fc := newGoRedis(t, f, func(o *redis.Options) { o.PoolSize = writers; o.MinIdleConns = writers })
+	lc := newGoRedis(t, l, func(o *redis.Options) { o.PoolSize = 1 })
+	accepted := func() string {
+		info, err := lc.Info(ctx, "stats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, _ := strings.Cut(info, "total_connections_received:")
+		n, _, _ := strings.Cut(rest, "\r\n")
+		return n
+	}
+	round := func(r int) {
+		errs := make(chan error, writers)
+		for w := range writers {
+			go func() {
+				var err error
+				for i := range 50 {
+					if err = fc.SetBit(ctx, "fwd", int64(r*100_000+w*1000+i), 1).Err(); err != nil {
+						break
+					}
+				}
+				errs <- err
+			}()
+		}
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	round(1)
+	before := accepted()
+	round(2)
+	if after := accepted(); after != before {
+		t.Errorf("the leader accepted connections during the second round: %s before, %s after", before, after)
+	}
+	if n, err := lc.BitCount(ctx, "fwd", nil).Result(); n != 2*writers*50 || err != nil {
+		t.Errorf("BITCOUNT on the leader: %d, %v; want %d", n, err, 2*writers*50)
+	}
+}
+
 // TestFollowerGoRedis drives a follower and the leader with go-redis's
 // typed API, a transaction with SELECT inside included, and compares the
 // results.
