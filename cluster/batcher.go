@@ -80,7 +80,10 @@ type proposal struct {
 }
 
 // apply applies the proposal's batches to sm, as the FSM applying its
-// entry, and answers the callers.
+// entry, and answers each caller as soon as its batch is applied: its
+// connection writes the replies, and its client sends the next commands,
+// while the rest of the entry is applied. (A caller's later reads still
+// see the whole entry: a read waits for the entry to be applied.)
 func (p *proposal) apply(sm StateMachine) {
 	outs := make([]*store.Replies, len(p.reqs))
 	for i, r := range p.reqs {
@@ -89,13 +92,17 @@ func (p *proposal) apply(sm StateMachine) {
 			outs[i] = new(store.Replies) // a tick's; nobody reads it
 		}
 	}
-	sm.ApplyEach(p.time, p.batches, outs)
-	for _, r := range p.reqs {
-		if r.done != nil {
+	sm.ApplyEach(p.time, p.batches, outs, func(i int) {
+		if r := p.reqs[i]; r.done != nil {
 			p.b.batches.Add(1)
 			p.b.commands.Add(uint64(len(r.cmds)))
+			p.b.respond(r, nil)
 		}
-		p.b.respond(r, nil)
+	})
+	for _, r := range p.reqs {
+		if r.done == nil {
+			p.b.respond(r, nil) // the tick, once the entry is applied
+		}
 	}
 	<-p.b.slots
 }

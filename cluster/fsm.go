@@ -23,8 +23,9 @@ type StateMachine interface {
 	// same batches at the same times give the same state on every replica.
 	Apply(cmds []store.Command, now int64, out *store.Replies)
 	// ApplyEach is Apply of the concatenation of batches, with each
-	// batch's replies appended to its own outs[i].
-	ApplyEach(now int64, batches [][]store.Command, outs []*store.Replies)
+	// batch's replies appended to its own outs[i]. If done is not nil it
+	// is called with i once batch i is applied, before the next one is.
+	ApplyEach(now int64, batches [][]store.Command, outs []*store.Replies, done func(i int))
 	// Snapshot captures the current state. It runs between two Applies
 	// and must be quick (clone or copy-on-write); the returned writer
 	// encodes the captured state later, concurrently with further Applies.

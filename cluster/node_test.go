@@ -316,9 +316,9 @@ func (g *gatedMachine) Apply(cmds []store.Command, now int64, out *store.Replies
 	g.StateMachine.Apply(cmds, now, out)
 }
 
-func (g *gatedMachine) ApplyEach(now int64, batches [][]store.Command, outs []*store.Replies) {
+func (g *gatedMachine) ApplyEach(now int64, batches [][]store.Command, outs []*store.Replies, done func(i int)) {
 	g.gate()
-	g.StateMachine.ApplyEach(now, batches, outs)
+	g.StateMachine.ApplyEach(now, batches, outs, done)
 }
 
 // gate holds the first call after the machine is armed until released.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"math/rand"
 	"strconv"
 	"testing"
@@ -53,7 +54,7 @@ func checkApplyEach(t *testing.T, step int, each, whole *Store, now int64, batch
 		all = append(all, b...)
 		outs[j] = new(Replies)
 	}
-	each.ApplyEach(now, batches, outs)
+	each.ApplyEach(now, batches, outs, nil)
 	var want Replies
 	whole.Apply(all, now, &want)
 	got := ""
@@ -65,5 +66,31 @@ func checkApplyEach(t *testing.T, step int, each, whole *Store, now int64, batch
 	}
 	if each.Digest() != whole.Digest() {
 		t.Fatalf("step %d: states differ", step)
+	}
+}
+
+// TestApplyEachAnswersEachBatch checks that ApplyEach reports each batch
+// as soon as its replies are complete, in order, before it applies the
+// next one.
+func TestApplyEachAnswersEachBatch(t *testing.T) {
+	s := New()
+	batches := [][]Command{
+		{bmCommand("SETBIT", "k", "1", "1"), bmCommand("SETBIT", "k", "1", "1")},
+		{bmCommand("GETBIT", "k", "1")},
+		{bmCommand("SETBIT", "k", "2", "1")},
+	}
+	outs := []*Replies{{}, {}, {}}
+	var done []int
+	s.ApplyEach(1000, batches, outs, func(i int) {
+		done = append(done, i)
+		if len(outs[i].Ends) != len(batches[i]) {
+			t.Errorf("batch %d reported with %d of its %d replies", i, len(outs[i].Ends), len(batches[i]))
+		}
+		if i+1 < len(outs) && outs[i+1].Len() != 0 {
+			t.Errorf("batch %d reported after batch %d was applied", i, i+1)
+		}
+	})
+	if fmt.Sprint(done) != "[0 1 2]" {
+		t.Fatalf("batches reported %v", done)
 	}
 }

@@ -391,7 +391,7 @@ func (mt *histModelTest) apply(s *Store, cmds []Command, each bool) {
 		return
 	}
 	half := len(cmds) / 2
-	s.ApplyEach(mt.now, [][]Command{cmds[:half], cmds[half:]}, []*Replies{{}, {}})
+	s.ApplyEach(mt.now, [][]Command{cmds[:half], cmds[half:]}, []*Replies{{}, {}}, nil)
 }
 
 func (mt *histModelTest) step(steps []weighted, ops *[]hmOp) {

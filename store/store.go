@@ -145,8 +145,11 @@ func (s *Store) startApply(now int64) *ctx {
 
 // ApplyEach applies batches in order at time now as one Apply of their
 // concatenation would — the same state, the same replies — but appends
-// each batch's replies to its own outs[i].
-func (s *Store) ApplyEach(now int64, batches [][]Command, outs []*Replies) {
+// each batch's replies to its own outs[i]. If done is not nil it is
+// called with i as soon as batch i's replies are complete, before the
+// later batches are applied (and under the write lock, so it must not
+// call the store), so that its caller can be answered meanwhile.
+func (s *Store) ApplyEach(now int64, batches [][]Command, outs []*Replies, done func(i int)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.startApply(now)
@@ -156,6 +159,9 @@ func (s *Store) ApplyEach(now int64, batches [][]Command, outs []*Replies) {
 		for _, cmd := range cmds {
 			c.exec(cmd)
 			outs[i].Ends = append(outs[i].Ends, outs[i].Len())
+		}
+		if done != nil {
+			done(i)
 		}
 	}
 }
