@@ -38,8 +38,6 @@ type batcher struct {
 	quit      <-chan struct{}
 	raftDown  <-chan struct{}
 
-	scratch []byte // proposeLoop's buffer for encoding entries
-
 	tickQueued atomic.Bool // a tick is queued or in flight
 	enqueued   progress    // batches ever queued, for tests to wait on
 
@@ -52,7 +50,8 @@ type batcher struct {
 // done channel: nobody waits for it.
 type request struct {
 	cmds []store.Command
-	size int // bound of the encoded size of cmds (commandSize)
+	size int    // bound of the encoded size of cmds (commandSize)
+	tail []byte // appendTail of cmds, encoded by the caller
 	out  *store.Replies
 	done chan error
 }
@@ -129,16 +128,23 @@ func (b *batcher) apply(cmds []store.Command, out *store.Replies) error {
 	for _, c := range cmds {
 		r.size += commandSize(c)
 	}
-	if !b.enqueue(r) {
-		r.cmds, r.out = nil, nil
-		requests.Put(r)
-		return ErrClosed
+	// Encoded here, on the callers' goroutines, rather than by the
+	// proposer, which the next entry waits for.
+	r.tail = appendTail(r.tail[:0], cmds)
+	err := ErrClosed
+	if b.enqueue(r) {
+		err = <-r.done
 	}
-	err := <-r.done
 	r.cmds, r.out = nil, nil
+	if cap(r.tail) > maxKeptTail {
+		r.tail = nil // a big SET's; not kept for the usual batches
+	}
 	requests.Put(r)
 	return err
 }
+
+// maxKeptTail bounds the encoding buffer a pooled request keeps.
+const maxKeptTail = 64 << 10
 
 // enqueue adds r to the queue, or reports false if the batcher stopped.
 func (b *batcher) enqueue(r *request) bool {
@@ -229,17 +235,12 @@ func (b *batcher) take() []*request {
 // hands it to raft.
 func (b *batcher) propose(reqs []*request) *proposal {
 	batches := make([][]store.Command, len(reqs))
+	tails := make([][]byte, len(reqs))
 	for i, r := range reqs {
-		batches[i] = r.cmds
+		batches[i], tails[i] = r.cmds, r.tail
 	}
 	now := time.Now().UnixMilli()
-	var data []byte
-	data, b.scratch = encodeEntry(b.scratch, now, batches)
-	if cap(b.scratch) > entryOverhead+b.maxBytes {
-		// A batch larger than an entry's bound (a big SET) got an entry
-		// of its own; its buffer is not kept for the usual ones.
-		b.scratch = nil
-	}
+	data := encodeEntry(now, batches, tails)
 	p := &proposal{b: b, key: &data[0], time: now, reqs: reqs, batches: batches, resolved: make(chan struct{})}
 	b.fsm.pending.Store(p.key, p)
 	// Counted before raft has it: the FSM may answer the entry's callers

@@ -78,33 +78,53 @@ func commandSize(cmd store.Command) int {
 // entryOverhead bounds the bytes of an entry that are not commands.
 const entryOverhead = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen64 + 4
 
-// encodeEntry encodes the commands of batches, in order, as one entry at
-// time now. It writes the entry into scratch, which it returns grown for
-// the next call, and returns a copy of the entry of exactly its size: raft
-// keeps that slice.
-func encodeEntry(scratch []byte, now int64, batches [][]store.Command) (data, grown []byte) {
-	n := 0
-	for _, b := range batches {
-		n += len(b)
+// appendTail appends to buf the encoding of the commands of a batch after
+// its first one. Each command is encoded after the one before it, so a
+// batch's tail is the same in every entry that carries it, and its
+// caller can encode it before the batch is queued (see encodeEntry).
+func appendTail(buf []byte, cmds []store.Command) []byte {
+	for i := 1; i < len(cmds); i++ {
+		buf = appendCommand(buf, cmds[i-1].Args, cmds[i])
 	}
-	buf := append(scratch[:0], entryVersion)
+	return buf
+}
+
+// encodeEntry encodes the commands of batches, in order, as one entry at
+// time now, where tails[i] is appendTail of batches[i]: it encodes only
+// the first command of each batch, which follows the previous batch's
+// last one. It returns the entry in a buffer of its own (raft keeps it).
+func encodeEntry(now int64, batches [][]store.Command, tails [][]byte) []byte {
+	n, size := 0, entryOverhead
+	for i, b := range batches {
+		if len(b) > 0 {
+			n += len(b)
+			size += commandSize(b[0]) + len(tails[i])
+		}
+	}
+	buf := append(make([]byte, 0, size), entryVersion)
 	buf = binary.AppendVarint(buf, now)
 	buf = binary.AppendUvarint(buf, uint64(n))
 	var prev [][]byte
-	for _, b := range batches {
-		for _, cmd := range b {
-			buf = binary.AppendVarint(buf, int64(cmd.DB))
-			buf = binary.AppendUvarint(buf, uint64(len(cmd.Args)))
-			for i, a := range cmd.Args {
-				buf = appendArg(buf, prev, i, a)
-			}
-			prev = cmd.Args
+	for i, b := range batches {
+		if len(b) == 0 {
+			continue
 		}
+		buf = appendCommand(buf, prev, b[0])
+		buf = append(buf, tails[i]...)
+		prev = b[len(b)-1].Args
 	}
-	buf = appendChecksum(buf)
-	data = make([]byte, len(buf))
-	copy(data, buf)
-	return data, buf
+	return appendChecksum(buf)
+}
+
+// appendCommand appends cmd, encoded after a command whose arguments are
+// prev, to buf.
+func appendCommand(buf []byte, prev [][]byte, cmd store.Command) []byte {
+	buf = binary.AppendVarint(buf, int64(cmd.DB))
+	buf = binary.AppendUvarint(buf, uint64(len(cmd.Args)))
+	for i, a := range cmd.Args {
+		buf = appendArg(buf, prev, i, a)
+	}
+	return buf
 }
 
 // appendArg appends argument i of a command, a, written after a command

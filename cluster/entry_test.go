@@ -36,11 +36,17 @@ func TestEntryRoundTrip(t *testing.T) {
 			if e.time != now || !sameCommands(e.cmds, cmds) {
 				t.Fatalf("decode(encode(%d, %v)) = %d, %v", now, cmds, e.time, e.cmds)
 			}
-			if cap(data) != len(data) {
-				t.Fatalf("encoding allocated %d bytes for %d", cap(data), len(data))
+			// The batches' tails are encoded apart: the entry must be
+			// the one of the commands as a single batch all the same,
+			// wherever they are split.
+			whole := encode(now, cmds)
+			for k := range len(cmds) + 1 {
+				if split := encode(now, cmds[:k], cmds[k:]); !bytes.Equal(split, whole) {
+					t.Fatalf("%d commands split at %d: entry %.80x, whole %.80x", len(cmds), k, split, whole)
+				}
 			}
-			if bound := entryOverhead + sizeOf(cmds); len(data) > bound {
-				t.Fatalf("entry of %d bytes exceeds the bound %d", len(data), bound)
+			if bound := entryOverhead + sizeOf(cmds); cap(data) > bound {
+				t.Fatalf("entry of %d bytes allocated %d, beyond the bound %d", len(data), cap(data), bound)
 			}
 		}
 	}
@@ -105,20 +111,6 @@ func TestEntryRejectsOddArguments(t *testing.T) {
 		if last := e.cmds[len(e.cmds)-1]; !sameCommands([]store.Command{last}, []store.Command{cmd(0, want...)}) {
 			t.Fatalf("%x decoded as %q, want %q", body, last.Args, want)
 		}
-	}
-}
-
-// TestEntryScratch checks that an entry encoded through a scratch buffer
-// is its own copy: reusing the buffer for the next entry leaves it alone.
-func TestEntryScratch(t *testing.T) {
-	first, scratch := encodeEntry(nil, 1, [][]store.Command{entrySeeds[4]})
-	want := append([]byte(nil), first...)
-	second, _ := encodeEntry(scratch, 2, [][]store.Command{entrySeeds[2]})
-	if !bytes.Equal(first, want) {
-		t.Fatal("encoding the next entry into the scratch buffer changed the first")
-	}
-	if e, err := decodeEntry(second); err != nil || !sameCommands(e.cmds, entrySeeds[2]) {
-		t.Fatalf("second entry decoded as %v, %v", e.cmds, err)
 	}
 }
 
@@ -191,10 +183,13 @@ func FuzzDecodeEntry(f *testing.F) {
 	})
 }
 
-// encode is encodeEntry without a scratch buffer.
+// encode is encodeEntry of batches with their tails.
 func encode(now int64, batches ...[]store.Command) []byte {
-	data, _ := encodeEntry(nil, now, batches)
-	return data
+	tails := make([][]byte, len(batches))
+	for i, b := range batches {
+		tails[i] = appendTail(nil, b)
+	}
+	return encodeEntry(now, batches, tails)
 }
 
 // encodeVersion1 encodes cmds as an entry of version 1 at time now.
