@@ -38,6 +38,11 @@ type ctx struct {
 	write   bool      // under the write lock, applying at log time
 	sink    EventSink // where the batch's bit events go; nil: nowhere
 	hist    *history  // history's configuration on the write path; nil: off
+	// marked is the key of database markedDB that the latest write of
+	// the Apply marked (see mark), in the store's markedKey; nil when
+	// none did.
+	marked   []byte
+	markedDB int
 }
 
 func (c *ctx) exec(cmd Command) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"maps"
 	"math"
 	"math/bits"
@@ -189,13 +190,23 @@ func (s *Store) markLocked(db int, key string) {
 }
 
 // mark marks key of database db when history is on and records it. A
-// key already dirty costs one map lookup.
+// key already dirty costs one map lookup, and nothing when the Apply's
+// previous write marked it too (the dirty sets are emptied only before
+// an Apply runs its commands).
 func (c *ctx) mark(db int, key []byte) {
-	if h := c.hist; h != nil {
-		if _, ok := c.s.mu.rec.dirty[db][string(key)]; !ok && h.matches(string(key)) {
-			c.s.mu.rec.add(db, string(key))
-		}
+	h := c.hist
+	if h == nil || c.marked != nil && db == c.markedDB && bytes.Equal(c.marked, key) {
+		return
 	}
+	if _, ok := c.s.mu.rec.dirty[db][string(key)]; !ok {
+		if !h.matches(string(key)) {
+			return
+		}
+		c.s.mu.rec.add(db, string(key))
+	}
+	// Copied: the command's arguments may be reused once it is answered.
+	c.s.mu.markedKey = append(c.s.mu.markedKey[:0], key...)
+	c.marked, c.markedDB = c.s.mu.markedKey, db
 }
 
 // add puts key in both sets.

@@ -91,6 +91,33 @@ advance +`+fmt.Sprint(decade)+`
 `)
 }
 
+// TestHistoryMarksEveryKeyWritten records the count of every key a batch
+// writes, however its writes alternate between keys and databases, and
+// of a key written again by the next batch after a boundary.
+func TestHistoryMarksEveryKeyWritten(t *testing.T) {
+	s, sink := histStore(t, HistoryConfig{Interval: 1000})
+	batch := []Command{bmCommand("SETBIT", "a", "1", "1"), bmCommand("SETBIT", "a", "2", "1"),
+		bmCommand("SETBIT", "b", "1", "1"), commandOf(1, []string{"SETBIT", "b", "1", "1"}),
+		bmCommand("SETBIT", "a", "3", "1")}
+	s.Apply(batch, testNow+10, &Replies{})
+	s.Apply(nil, testNow+100, &Replies{})
+	checkCalls(t, sink, `
+count +100 0 a 3
+count +100 0 b 1
+count +100 1 b 1
+advance +100
+`)
+	s.Apply([]Command{bmCommand("SETBIT", "a", "4", "1")}, testNow+150, &Replies{})
+	s.Apply([]Command{bmCommand("SETBIT", "a", "4", "1")}, testNow+250, &Replies{})
+	s.Apply(nil, testNow+300, &Replies{})
+	checkCalls(t, sink, `
+count +200 0 a 4
+advance +200
+count +300 0 a 4
+advance +300
+`)
+}
+
 // TestHistoryKeyPatterns records only the keys the patterns match.
 func TestHistoryKeyPatterns(t *testing.T) {
 	s, sink := histStore(t, HistoryConfig{Interval: 100, Keys: []string{"online:*", "x"}})

@@ -72,6 +72,7 @@ type Store struct {
 		expiryLeft int          // what is left of the current Apply's expiryBudget
 		hist       *history     // what history records and where; nil: off
 		rec        recorder     // the state of history recording
+		markedKey  []byte       // the buffer of applyCtx.marked, reused
 	}
 }
 
