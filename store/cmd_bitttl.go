@@ -69,8 +69,14 @@ func bitttlrules(c *ctx, args [][]byte) {
 	if len(rules) == 0 {
 		rules = nil
 	}
-	c.s.mu.bitRules = rules
+	c.s.setRulesLocked(rules)
 	c.w.OK()
+}
+
+// setRulesLocked replaces the bit-TTL rules.
+func (s *Store) setRulesLocked(rules []BitTTLRule) {
+	s.mu.bitRules = rules
+	s.rules.Store(&rules)
 }
 
 // ruleTTL returns the TTL (ms) of the first rule matching key, or 0.

@@ -357,7 +357,7 @@ func (s *Store) Restore(r io.Reader) error {
 	s.mu.now = fresh.mu.now
 	s.mu.stats = fresh.mu.stats
 	s.mu.bitHeap = fresh.mu.bitHeap
-	s.mu.bitRules = fresh.mu.bitRules
+	s.setRulesLocked(fresh.mu.bitRules)
 	s.mu.rec = fresh.mu.rec
 	return nil
 }

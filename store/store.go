@@ -59,7 +59,10 @@ type Store struct {
 	// bitsBehind is set when an Apply left passed bit deadlines or block
 	// bounds for the next one (see BitsBehind).
 	bitsBehind atomic.Bool
-	mu         struct {
+	// rules is mu.bitRules, for a look without the lock (see
+	// ReadUnchanged).
+	rules atomic.Pointer[[]BitTTLRule]
+	mu    struct {
 		sync.RWMutex
 		dbs        [NumDBs]*db
 		now        int64 // log time of the latest Apply, unix ms

@@ -10,6 +10,16 @@ import "github.com/presenced/presenced/proto"
 // out of its AOF and replication stream). When any command would change
 // something, or is not a SETBIT, it appends nothing and returns false.
 func (s *Store) ReadUnchanged(cmds []Command, now int64, out *Replies) bool {
+	// What is known to change something is sent on without waiting for
+	// the lock, which an Apply may hold.
+	for _, cmd := range cmds {
+		if !isSetbit(cmd) {
+			return false
+		}
+	}
+	if len(cmds) == 0 || s.rearms(cmds[0]) {
+		return false
+	}
 	return s.read(now, out, func(c *ctx) bool {
 		for _, cmd := range cmds {
 			if !c.setbitUnchanged(cmd) {
@@ -25,19 +35,12 @@ func (s *Store) ReadUnchanged(cmds []Command, now int64, out *Replies) bool {
 	})
 }
 
-// setbitUnchanged reports whether cmd is a well-formed SETBIT of a bit of
-// an existing string, within its length, to the value the bit has. A
+// setbitUnchanged reports whether cmd, a SETBIT, is well-formed and sets
+// a bit of an existing string, within its length, to the value it has. A
 // SETBIT to 1 also changes a bit that has a deadline (it drops it) or
 // that a bit-TTL rule covers (it re-arms it).
 func (c *ctx) setbitUnchanged(cmd Command) bool {
 	if len(cmd.Args) != 4 || cmd.DB < 0 || cmd.DB >= NumDBs {
-		return false
-	}
-	spec := cmd.Spec
-	if spec == nil {
-		spec = proto.Lookup(cmd.Args[0])
-	}
-	if spec == nil || spec.Name != "setbit" {
 		return false
 	}
 	off, ok := parseBitOffset(cmd.Args[2])
@@ -57,4 +60,29 @@ func (c *ctx) setbitUnchanged(cmd Command) bool {
 	}
 	_, armed := e.v.t.deadline(uint32(off))
 	return !armed && c.ruleTTL(cmd.Args[1]) == 0
+}
+
+// isSetbit reports whether cmd is a SETBIT.
+func isSetbit(cmd Command) bool {
+	spec := cmd.Spec
+	if spec == nil {
+		spec = proto.Lookup(cmd.Args[0])
+	}
+	return spec != nil && spec.Name == "setbit"
+}
+
+// rearms reports whether cmd, a SETBIT, sets a bit to 1 in a key that a
+// bit-TTL rule covers, as of the latest change of the rules: it arms the
+// bit's TTL again, which changes the store.
+func (s *Store) rearms(cmd Command) bool {
+	rules := s.rules.Load()
+	if rules == nil || len(cmd.Args) != 4 || string(cmd.Args[3]) != "1" {
+		return false
+	}
+	for _, r := range *rules {
+		if globMatch(r.Pattern, string(cmd.Args[1])) {
+			return true
+		}
+	}
+	return false
 }

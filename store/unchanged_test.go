@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestReadUnchanged checks ReadUnchanged against applying: whenever it
@@ -86,4 +87,39 @@ func describe(batch []Command) string {
 		out += fmt.Sprintf("%q ", c.Args)
 	}
 	return out
+}
+
+// TestReadUnchangedDeclinesChangesWithoutTheLock checks that a batch
+// known to change the store, a BITSETEX or a SETBIT that a bit-TTL rule
+// re-arms, is declined without waiting for the lock: an Apply holds it
+// while its callers' next batches come in.
+func TestReadUnchangedDeclinesChangesWithoutTheLock(t *testing.T) {
+	s := New()
+	const now = 1_000_000
+	do(s, now, "BITTTLRULES online:* 100")
+	do(s, now, "SETBIT online:1 5 1")
+	do(s, now, "BITSETEX armed 100 5")
+	s.mu.Lock()
+	declined := make(chan bool)
+	go func() {
+		var out Replies
+		declined <- !s.ReadUnchanged([]Command{bmCommand("SETBIT", "online:1", "5", "1")}, now, &out) &&
+			!s.ReadUnchanged([]Command{bmCommand("BITSETEX", "armed", "100", "5")}, now, &out)
+	}()
+	select {
+	case ok := <-declined:
+		s.mu.Unlock()
+		if !ok {
+			t.Fatal("a batch that re-arms a bit was answered as unchanged")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadUnchanged waited for the write lock")
+	}
+	// Once the rules are gone the same SETBIT changes nothing.
+	do(s, now, "BITTTLRULES")
+	do(s, now, "SETBIT online:1 5 1")
+	var out Replies
+	if !s.ReadUnchanged([]Command{bmCommand("SETBIT", "online:1", "5", "1")}, now, &out) || string(out.B) != ":1\r\n" {
+		t.Fatalf("SETBIT of a set bit without rules: declined, or answered %q", out.B)
+	}
 }
