@@ -52,14 +52,15 @@ const maxIdlePeerConns = 64
 type RESPPeers struct {
 	password func() string
 
-	mu   sync.Mutex
-	idle map[string][]*peerConn
+	mu     sync.Mutex
+	idle   map[string][]*peerConn
+	groups map[string]*forwardGroup // of the batches forwarded to each address
 }
 
 // NewRESPPeers returns Peers that reach nodes over TCP; password, if not
 // nil, returns the password to authenticate with (requirepass).
 func NewRESPPeers(password func() string) *RESPPeers {
-	return &RESPPeers{password: password, idle: make(map[string][]*peerConn)}
+	return &RESPPeers{password: password, idle: make(map[string][]*peerConn), groups: make(map[string]*forwardGroup)}
 }
 
 // peerConn is a RESP connection to a peer.
@@ -81,24 +82,143 @@ func (e *RemoteError) RedisError() string { return e.Reply }
 // errNotSent marks a call that failed before its request was sent.
 var errNotSent = errors.New("cluster: request not sent")
 
-// Forward implements Peers: it sends cmds in a MULTI/EXEC block, with a
-// SELECT before each command whose database differs from the one before.
+// Forward implements Peers. The batches forwarded to a node at once are
+// sent together: at most maxForwardSenders calls to addr are in flight,
+// and a batch that arrives meanwhile waits and joins the next call, with
+// every other batch waiting by then. A call carries its batches in one
+// MULTI/EXEC block (the leader applies them as one, and answers each
+// batch with its share of the EXEC reply), so a follower serving many
+// writing clients makes a few calls to the leader, not one per write.
 func (p *RESPPeers) Forward(ctx context.Context, addr string, cmds []store.Command, out *store.Replies) error {
+	g := p.forwarding(addr)
+	f := &forward{cmds: cmds, out: out, wake: make(chan bool, 1)}
+	if !g.join(f) && !<-f.wake {
+		return f.err
+	}
+	// f sends: itself and the batches waiting, then hands the turn on.
+	fs := g.take(append(make([]*forward, 0, 8), f))
+	p.forwardAll(ctx, addr, fs)
+	g.handOff()
+	<-f.wake
+	return f.err
+}
+
+// maxForwardSenders bounds the calls forwarding batches to one node at
+// once.
+const maxForwardSenders = 2
+
+// maxForwardBatches bounds the batches one call forwards.
+const maxForwardBatches = 256
+
+// forwardGroup queues the batches waiting to be forwarded to one node.
+type forwardGroup struct {
+	mu      sync.Mutex
+	queue   []*forward // waiting for a call
+	senders int        // calls in flight or being made
+}
+
+// forward is one batch to forward and, once answered, its outcome.
+type forward struct {
+	cmds []store.Command
+	out  *store.Replies
+	err  error
+	wake chan bool // false: answered (err is set); true: make the next call
+}
+
+// forwarding returns the forward group of addr.
+func (p *RESPPeers) forwarding(addr string) *forwardGroup {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.groups[addr]
+	if g == nil {
+		g = new(forwardGroup)
+		p.groups[addr] = g
+	}
+	return g
+}
+
+// join reports whether f may make a call now; if not, it queues f, and
+// f's wake says when it is answered or has the turn.
+func (g *forwardGroup) join(f *forward) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.senders < maxForwardSenders {
+		g.senders++
+		return true
+	}
+	g.queue = append(g.queue, f)
+	return false
+}
+
+// take appends queued batches to fs, up to maxForwardBatches in all, and
+// returns it.
+func (g *forwardGroup) take(fs []*forward) []*forward {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := min(len(g.queue), maxForwardBatches-len(fs))
+	fs = append(fs, g.queue[:n]...)
+	rest := copy(g.queue, g.queue[n:])
+	clear(g.queue[rest:])
+	g.queue = g.queue[:rest]
+	return fs
+}
+
+// handOff ends a call: it gives the turn to the first batch waiting, if
+// any.
+func (g *forwardGroup) handOff() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queue) == 0 {
+		g.senders--
+		return
+	}
+	next := g.queue[0]
+	rest := copy(g.queue, g.queue[1:])
+	g.queue[rest] = nil
+	g.queue = g.queue[:rest]
+	next.wake <- true
+}
+
+// forwardAll forwards the batches of fs in one call to addr and answers
+// each. If the leader refuses the block as a whole (EXECABORT, which a
+// command refused when queued causes), each batch is forwarded alone, so
+// that one batch's error is not the others'.
+func (p *RESPPeers) forwardAll(ctx context.Context, addr string, fs []*forward) {
+	err := p.forwardBlock(ctx, addr, fs)
+	var remote *RemoteError
+	if len(fs) > 1 && errors.As(err, &remote) && strings.HasPrefix(remote.Reply, "EXECABORT") {
+		for _, f := range fs {
+			p.forwardAll(ctx, addr, []*forward{f})
+		}
+		return
+	}
+	for _, f := range fs {
+		f.err = err
+		f.wake <- false
+	}
+}
+
+// forwardBlock sends the commands of fs in one MULTI/EXEC block, with a
+// SELECT before each command whose database differs from the one before,
+// and appends each batch's replies to its out.
+func (p *RESPPeers) forwardBlock(ctx context.Context, addr string, fs []*forward) error {
 	var selects []bool // per queued command: whether it is a SELECT
 	return p.call(ctx, addr, func(c *peerConn, w *proto.Writer) int {
 		selects = selects[:0]
 		writeCommand(w, "MULTI")
-		for _, cmd := range cmds {
-			if cmd.DB != c.db {
-				writeCommand(w, "SELECT", strconv.Itoa(cmd.DB))
-				c.db = cmd.DB
-				selects = append(selects, true)
+		for _, f := range fs {
+			for _, cmd := range f.cmds {
+				if cmd.DB != c.db {
+					writeCommand(w, "SELECT", strconv.Itoa(cmd.DB))
+					c.db = cmd.DB
+					selects = append(selects, true)
+				}
+				w.Array(len(cmd.Args))
+				for _, a := range cmd.Args {
+					w.Bulk(a)
+				}
+				selects = append(selects, false)
 			}
-			w.Array(len(cmd.Args))
-			for _, a := range cmd.Args {
-				w.Bulk(a)
-			}
-			selects = append(selects, false)
 		}
 		writeCommand(w, "EXEC")
 		return len(selects) + 2
@@ -111,10 +231,15 @@ func (p *RESPPeers) Forward(ctx context.Context, addr string, cmds []store.Comma
 		if err != nil || len(elems) != len(selects) {
 			return fmt.Errorf("%w: unexpected EXEC reply %.64q", ErrUnknownOutcome, exec)
 		}
-		for i, e := range elems {
-			if !selects[i] {
-				out.Raw(e)
-				out.Ends = append(out.Ends, out.Len())
+		i := 0
+		for _, f := range fs {
+			for range f.cmds {
+				for selects[i] {
+					i++
+				}
+				f.out.Raw(elems[i])
+				f.out.Ends = append(f.out.Ends, f.out.Len())
+				i++
 			}
 		}
 		return nil

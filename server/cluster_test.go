@@ -241,6 +241,60 @@ func TestFollowerKeepsForwardConnections(t *testing.T) {
 	}
 }
 
+// TestFollowerGroupsForwardedWrites has 32 clients of a follower write at
+// once, each in a database of its own and some failing a command now and
+// then: each must get its own replies, and the follower must forward them
+// in fewer calls to the leader than there are writes.
+func TestFollowerGroupsForwardedWrites(t *testing.T) {
+	srvs := startCluster(t, 3)
+	l := clusterLeader(t, srvs)
+	f := clusterFollowers(srvs, l)[0]
+	ctx := context.Background()
+	const writers, writes = 32, 40
+	lc := dial(t, l.Addr())
+	execs := func() int {
+		_, fields := infoFields(t, lc.do("INFO", "commandstats"))
+		calls, _, _ := strings.Cut(strings.TrimPrefix(fields["cmdstat_exec"], "calls="), ",")
+		n, _ := strconv.Atoi(calls)
+		return n
+	}
+	before := execs()
+	clients := make([]*redis.Client, writers)
+	for w := range clients {
+		clients[w] = newGoRedis(t, f, func(o *redis.Options) { o.DB = w % 16 })
+	}
+	errs := make(chan error, writers)
+	for w, c := range clients {
+		go func() {
+			key := fmt.Sprintf("n:%d", w)
+			err := c.Set(ctx, "s:"+key, "not a number", 0).Err()
+			for i := 1; i <= writes && err == nil; i++ {
+				var n int64
+				if n, err = c.Incr(ctx, key).Result(); err == nil && n != int64(i) {
+					err = fmt.Errorf("writer %d: INCR %s answered %d, want %d", w, key, n, i)
+				}
+				if w%4 == 0 && err == nil {
+					if err = c.Incr(ctx, "s:"+key).Err(); err != nil && strings.Contains(err.Error(), "not an integer") {
+						err = nil
+					} else {
+						err = fmt.Errorf("writer %d: INCR of a string answered %v", w, err)
+					}
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := writers*(writes+1) + writers/4*writes
+	if calls := execs() - before; calls >= total*3/4 {
+		t.Errorf("the follower forwarded %d writes in %d calls", total, calls)
+	}
+}
+
 // TestFollowerGoRedis drives a follower and the leader with go-redis's
 // typed API, a transaction with SELECT inside included, and compares the
 // results.
