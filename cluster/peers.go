@@ -38,13 +38,11 @@ type Peers interface {
 // peerTimeout bounds a call to a peer whose context has no deadline.
 const peerTimeout = 10 * time.Second
 
-// maxIdlePeerConns is how many idle connections are kept per peer. A
-// follower forwards the writes of each of its clients on a connection of
-// its own while they wait for their commit, so it needs about as many as
-// it has clients writing at once; a connection beyond this bound is
-// closed after its call, and the next burst dials it again (with 8, a
-// follower serving 32 clients writing one command at a time dialed the
-// leader for four writes in ten).
+// maxIdlePeerConns is how many idle connections are kept per peer; a
+// connection beyond this bound is closed after its call, and the next
+// burst dials it again. Forwarded writes hold at most maxForwardSenders
+// at once; read indexes and membership calls hold one each while they
+// wait.
 const maxIdlePeerConns = 64
 
 // RESPPeers calls on other nodes with RESP over their raft address, where

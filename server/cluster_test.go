@@ -202,8 +202,8 @@ func TestFollowerKeepsForwardConnections(t *testing.T) {
 	l := clusterLeader(t, srvs)
 	f := clusterFollowers(srvs, l)[0]
 	ctx := context.Background()
-	// Well above the connections a follower used to keep idle (8), and
-	// within the bound it keeps now.
+	// More clients than the connections a follower keeps idle would be
+	// if it forwarded each write on a connection of its own (8, once).
 	const writers = 32
 	fc := newGoRedis(t, f, func(o *redis.Options) { o.PoolSize = writers; o.MinIdleConns = writers })
 	lc := dial(t, l.Addr()) // opened before the rounds: it is not counted in them
