@@ -101,6 +101,15 @@ func clusterLeader(t *testing.T, srvs []*Server) *Server {
 	}
 }
 
+// leaderAndFollower starts a 3-node cluster and returns its servers, its
+// leader and one of its followers.
+func leaderAndFollower(t *testing.T) (srvs []*Server, l, f *Server) {
+	t.Helper()
+	srvs = startCluster(t, 3)
+	l = clusterLeader(t, srvs)
+	return srvs, l, clusterFollowers(srvs, l)[0]
+}
+
 // clusterFollowers returns the servers other than the leader l.
 func clusterFollowers(srvs []*Server, l *Server) []*Server {
 	var out []*Server
@@ -164,9 +173,7 @@ func runScript(t *testing.T, addr string, script [][]string) []string {
 // if the follower were the leader: same replies as the leader's (and
 // redis-server's) for the same session, and the data on every node.
 func TestFollowerServesWrites(t *testing.T) {
-	srvs := startCluster(t, 3)
-	l := clusterLeader(t, srvs)
-	f := clusterFollowers(srvs, l)[0]
+	srvs, l, f := leaderAndFollower(t)
 	onLeader := runScript(t, l.Addr(), followerScript("L:"))
 	onFollower := runScript(t, f.Addr(), followerScript("F:"))
 	for i, cmd := range followerScript("") {
@@ -198,9 +205,7 @@ func TestFollowerServesWrites(t *testing.T) {
 // leader rather than dialing new ones for every burst: the second of two
 // rounds of the same concurrency opens none.
 func TestFollowerKeepsForwardConnections(t *testing.T) {
-	srvs := startCluster(t, 3)
-	l := clusterLeader(t, srvs)
-	f := clusterFollowers(srvs, l)[0]
+	_, l, f := leaderAndFollower(t)
 	ctx := context.Background()
 	// More clients than the connections a follower keeps idle would be
 	// if it forwarded each write on a connection of its own (8, once).
@@ -246,9 +251,7 @@ func TestFollowerKeepsForwardConnections(t *testing.T) {
 // then: each must get its own replies, and the follower must forward them
 // in fewer calls to the leader than there are writes.
 func TestFollowerGroupsForwardedWrites(t *testing.T) {
-	srvs := startCluster(t, 3)
-	l := clusterLeader(t, srvs)
-	f := clusterFollowers(srvs, l)[0]
+	_, l, f := leaderAndFollower(t)
 	ctx := context.Background()
 	const writers, writes = 32, 40
 	lc := dial(t, l.Addr())
@@ -299,9 +302,7 @@ func TestFollowerGroupsForwardedWrites(t *testing.T) {
 // typed API, a transaction with SELECT inside included, and compares the
 // results.
 func TestFollowerGoRedis(t *testing.T) {
-	srvs := startCluster(t, 3)
-	l := clusterLeader(t, srvs)
-	f := clusterFollowers(srvs, l)[0]
+	srvs, l, f := leaderAndFollower(t)
 	ctx := context.Background()
 	session := func(srv *Server, prefix string) []string {
 		conn := newGoRedis(t, srv).Conn()
@@ -383,9 +384,7 @@ print(json.dumps(out))
 // a follower and compares their results.
 func TestFollowerRedisPy(t *testing.T) {
 	python := pythonWithRedis(t)
-	srvs := startCluster(t, 3)
-	l := clusterLeader(t, srvs)
-	f := clusterFollowers(srvs, l)[0]
+	_, l, f := leaderAndFollower(t)
 	run := func(srv *Server, prefix string) string {
 		_, port, _ := net.SplitHostPort(srv.Addr())
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
