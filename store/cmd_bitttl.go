@@ -81,7 +81,12 @@ func (s *Store) setRulesLocked(rules []BitTTLRule) {
 
 // ruleTTL returns the TTL (ms) of the first rule matching key, or 0.
 func (c *ctx) ruleTTL(key []byte) int64 {
-	for _, r := range c.s.mu.bitRules {
+	return ruleTTLIn(c.s.mu.bitRules, key)
+}
+
+// ruleTTLIn returns the TTL (ms) of the first of rules matching key, or 0.
+func ruleTTLIn(rules []BitTTLRule, key []byte) int64 {
+	for _, r := range rules {
 		if globMatch(r.Pattern, string(key)) {
 			return r.TTL
 		}

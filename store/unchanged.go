@@ -76,13 +76,5 @@ func isSetbit(cmd Command) bool {
 // bit's TTL again, which changes the store.
 func (s *Store) rearms(cmd Command) bool {
 	rules := s.rules.Load()
-	if rules == nil || len(cmd.Args) != 4 || string(cmd.Args[3]) != "1" {
-		return false
-	}
-	for _, r := range *rules {
-		if globMatch(r.Pattern, string(cmd.Args[1])) {
-			return true
-		}
-	}
-	return false
+	return rules != nil && len(cmd.Args) == 4 && string(cmd.Args[3]) == "1" && ruleTTLIn(*rules, cmd.Args[1]) != 0
 }
