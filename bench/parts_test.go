@@ -129,6 +129,43 @@ func TestRandomIDsStayInSpace(t *testing.T) {
 	}
 }
 
+// TestRowIDs checks that rows with the same ids send the same ids in a
+// repetition, and rows with other ids (or another repetition) send
+// others: the rows that must set new bits do.
+func TestRowIDs(t *testing.T) {
+	const space, n = 100_000_000, 10_000
+	draw := func(w workload, rep int, conn uint64) []uint64 {
+		r := newRandomIDs(w.seed(1, rep), conn, space)
+		ids := make([]uint64, n)
+		for i := range ids {
+			ids[i] = r.next()
+		}
+		return ids
+	}
+	p64 := setbitWorkload("p64", 64, Target{})
+	p1 := setbitWorkload("p1", 1, Target{})
+	if !slices.Equal(draw(p64, 0, 3), draw(p1, 0, 3)) {
+		t.Error("rows with the same ids send different ids")
+	}
+	p64.ids, p1.ids = 64, 1
+	for _, other := range [][]uint64{draw(p1, 0, 3), draw(p64, 1, 3), draw(p64, 0, 4)} {
+		seen := make(map[uint64]bool, n)
+		for _, id := range other {
+			seen[id] = true
+		}
+		repeats := 0
+		for _, id := range draw(p64, 0, 3) {
+			if seen[id] {
+				repeats++
+			}
+		}
+		// By chance about n*n/space = 1.
+		if repeats > 10 {
+			t.Errorf("%d of %d ids repeat another row's, repetition's or connection's", repeats, n)
+		}
+	}
+}
+
 func TestShareCoversEverything(t *testing.T) {
 	for _, n := range []uint64{0, 1, 7, 1000, 50_000_001} {
 		for _, k := range []int{1, 3, 4, 50} {

@@ -67,7 +67,7 @@ var redisAlways = persistenceModes[1].redis
 // redis-server in the same mode, a fresh pair per mode.
 func (s *suite) modes() error {
 	g := Group{Title: "Persistence modes, one node", Throughput: true, Note: fmt.Sprintf(
-		"`SETBIT %s <random id> 1`, %d connections. presenced `--appendonly no` is compared with redis-server `--appendonly no --save ''`, presenced `--appendonly yes --appendfsync always` (its default) and `--appendfsync everysec` with redis-server `--appendonly yes` and the same appendfsync. Each server has a fresh data directory on the same file system.",
+		"`SETBIT %s <random id> 1`, %d connections; each row sets bits no earlier row set, so every SETBIT changes the bitmap and is persisted. presenced `--appendonly no` is compared with redis-server `--appendonly no --save ''`, presenced `--appendonly yes --appendfsync always` (its default) and `--appendfsync everysec` with redis-server `--appendonly yes` and the same appendfsync. Each server has a fresh data directory on the same file system.",
 		heartbeatKey, s.cfg.Conns)}
 	for _, m := range persistenceModes {
 		rows, err := s.modeRows(m)
@@ -89,7 +89,9 @@ func (s *suite) modeRows(m mode) ([]Row, error) {
 	defer p.close()
 	var rows []Row
 	for _, pipeline := range []int{64, 1} {
-		row, err := s.throughput(p.targets(), setbitWorkload(fmt.Sprintf("SETBIT, pipeline %d, %s", pipeline, m.name), pipeline, targetModes))
+		w := setbitWorkload(fmt.Sprintf("SETBIT, pipeline %d, %s", pipeline, m.name), pipeline, targetModes)
+		w.ids = uint64(pipeline) // new bits: each SETBIT is a write to persist
+		row, err := s.throughput(p.targets(), w)
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +120,7 @@ func (s *suite) cluster() error {
 	onLeader := target{addrs: []string{c.nodes[l].addr}, pids: c.pids()}
 	spread := target{addrs: c.addrs(), pids: c.pids()}
 	g := Group{Title: fmt.Sprintf("%d-node cluster", s.cfg.Nodes), Throughput: true, Note: fmt.Sprintf(
-		"%d presenced nodes on this machine in the default mode (appendonly yes, appendfsync always), each with its own data directory, vs one redis-server `--appendonly yes --appendfsync always`. `SETBIT %s <random id> 1`, %d connections, either all on the leader or spread evenly over the nodes (followers forward writes to the leader). presenced's CPU is that of all nodes.",
+		"%d presenced nodes on this machine in the default mode (appendonly yes, appendfsync always), each with its own data directory, vs one redis-server `--appendonly yes --appendfsync always`. `SETBIT %s <random id> 1`, %d connections, either all on the leader or spread evenly over the nodes (followers forward writes to the leader); each row sets bits no earlier row set, so every SETBIT changes the bitmap and is replicated. presenced's CPU is that of all nodes.",
 		s.cfg.Nodes, heartbeatKey, s.cfg.Conns)}
 	for _, w := range []struct {
 		where string
@@ -126,7 +128,9 @@ func (s *suite) cluster() error {
 	}{{"clients on the leader", onLeader}, {"clients on every node", spread}} {
 		for _, pipeline := range []int{64, 1} {
 			name := fmt.Sprintf("SETBIT, pipeline %d, %d nodes, %s", pipeline, s.cfg.Nodes, w.where)
-			row, err := s.throughput([2]target{w.t, targetOf(redis)}, setbitWorkload(name, pipeline, targetCluster))
+			load := setbitWorkload(name, pipeline, targetCluster)
+			load.ids = uint64(len(g.Rows) + 1) // new bits: each SETBIT is a write to replicate
+			row, err := s.throughput([2]target{w.t, targetOf(redis)}, load)
 			if err != nil {
 				return err
 			}
