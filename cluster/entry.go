@@ -192,7 +192,9 @@ func decodeEntry(data []byte) (entry, error) {
 		return entry{}, d.err
 	}
 	e.cmds = make([]store.Command, n)
-	var args [][]byte
+	// Room for a heartbeat's four arguments (SETBIT key offset value) a
+	// command; every argument takes at least a byte.
+	args := make([][]byte, 0, min(4*n, len(d.b)))
 	starts := make([]int, n)
 	var prev [][]byte
 	var digits []byte // the decimal forms of integer arguments
