@@ -65,7 +65,7 @@ func (c *ctx) setbitUnchanged(cmd Command) bool {
 // isSetbit reports whether cmd is a SETBIT.
 func isSetbit(cmd Command) bool {
 	spec := cmd.Spec
-	if spec == nil {
+	if spec == nil && len(cmd.Args) > 0 {
 		spec = proto.Lookup(cmd.Args[0])
 	}
 	return spec != nil && spec.Name == "setbit"

@@ -123,3 +123,16 @@ func TestReadUnchangedDeclinesChangesWithoutTheLock(t *testing.T) {
 		t.Fatalf("SETBIT of a set bit without rules: declined, or answered %q", out.B)
 	}
 }
+
+// TestReadUnchangedDeclinesEmptyCommands checks that a command without
+// arguments, alone or after a SETBIT, is declined rather than read.
+func TestReadUnchangedDeclinesEmptyCommands(t *testing.T) {
+	s := New()
+	do(s, 1, "SETBIT k 5 1")
+	var out Replies
+	for _, batch := range [][]Command{{{}}, {bmCommand("SETBIT", "k", "5", "1"), {DB: 0}}} {
+		if s.ReadUnchanged(batch, 1, &out) || len(out.B) != 0 {
+			t.Fatalf("%v: answered as unchanged: %q", batch, out.B)
+		}
+	}
+}
