@@ -159,6 +159,30 @@ func (t *bitTimers) deadline(off uint32) (int64, bool) {
 	return du, ok
 }
 
+// warmChunk is how many offsets a BITSETEX warms at a time (see warm).
+const warmChunk = 64
+
+// warm reads the words of offs' blocks that arming them reads: most are
+// cache misses in a large key, and reading them in a loop of independent
+// loads lets the processor wait for several at once, where arming them
+// one by one waits for each in turn. t may be nil. It returns a sum of
+// what it read and is not inlined, so that the loads are kept.
+//
+//go:noinline
+func (t *bitTimers) warm(offs []uint32) uint64 {
+	if t == nil {
+		return 0
+	}
+	var sum uint64
+	for _, off := range offs {
+		if b := t.blocks.get(off >> blockShift); b != nil {
+			bit := uint(off & (blockSize - 1))
+			sum += b.armed[bit/64] + uint64(b.mins[bit/64]) + uint64(len(b.dl))
+		}
+	}
+	return sum
+}
+
 // arm sets the deadline of off to du (units) at the time whose units,
 // rounded down, are nowu, and reports whether off was armed before.
 func (t *bitTimers) arm(off uint32, du, nowu int64) bool {

@@ -219,7 +219,11 @@ func (mt *timerModelTest) bitsetex() {
 	}
 	args := []string{name, k, arg}
 	var offs []uint64
-	for range 1 + mt.rnd.Intn(6) {
+	n := 1 + mt.rnd.Intn(6)
+	if mt.rnd.Intn(10) == 0 {
+		n = warmChunk - 2 + mt.rnd.Intn(2*warmChunk) // across the chunks BITSETEX arms by
+	}
+	for range n {
 		offs = append(offs, mt.offset())
 	}
 	if len(offs) > 1 && mt.rnd.Intn(4) == 0 {

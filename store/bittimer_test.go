@@ -776,3 +776,41 @@ func TestBudgetedExpiryWithHistory(t *testing.T) {
 		now += 250 // past two or three history boundaries
 	}
 }
+
+// benchNew sets 64 new random ids a batch in a 100M-id space already
+// holding 3M: a heartbeat of users coming online, each one an insert into
+// the bitmap (and the timers).
+func benchNew(b *testing.B, setbit bool) {
+	s := New()
+	var out Replies
+	for _, batch := range benchBatches(3_000_000/64, 100_000_000, setbit) {
+		out.Reset()
+		s.Apply(batch, testNow, &out)
+	}
+	rnd := rand.New(rand.NewSource(2))
+	ids := make([]string, 64)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		for i := range ids {
+			ids[i] = strconv.Itoa(rnd.Intn(100_000_000))
+		}
+		var batch []Command
+		if setbit {
+			for _, id := range ids {
+				batch = append(batch, bmCommand("SETBIT", "online", id, "1"))
+			}
+		} else {
+			batch = []Command{bmCommand(append([]string{"BITSETEX", "online", "30"}, ids...)...)}
+		}
+		out.Reset()
+		s.Apply(batch, testNow, &out)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/64, "ns/bit")
+}
+
+// BenchmarkSETBITNew sets 64 new ids with 64 SETBITs a batch.
+func BenchmarkSETBITNew(b *testing.B) { benchNew(b, true) }
+
+// BenchmarkBITSETEXNew arms 64 new ids with one BITSETEX a batch.
+func BenchmarkBITSETEXNew(b *testing.B) { benchNew(b, false) }

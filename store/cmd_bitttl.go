@@ -119,10 +119,19 @@ func bitsetexHandler(unit int64) handler {
 			e = c.put(args[1], value{})
 		}
 		joins := int64(0)
-		for _, a := range args[3:] {
-			off, _ := parseBitOffset(a)
-			if c.setArmed(e, args[1], off, at) {
-				joins++
+		var chunk [warmChunk]uint32
+		for rest := args[3:]; len(rest) > 0; {
+			n := min(len(rest), len(chunk))
+			for i, a := range rest[:n] {
+				off, _ := parseBitOffset(a)
+				chunk[i] = uint32(off)
+			}
+			rest = rest[n:]
+			e.v.t.warm(chunk[:n])
+			for _, off := range chunk[:n] {
+				if c.setArmed(e, args[1], uint64(off), at) {
+					joins++
+				}
 			}
 		}
 		c.s.scheduleBitsLocked(c.dbIndex, e)
