@@ -335,22 +335,33 @@ func TestBitTimerMemory(t *testing.T) {
 	runtime.KeepAlive(s)
 }
 
-// benchBatches makes n batches of 64 random ids below space: as 64
-// SETBIT commands each (setbit) or as one BITSETEX.
-func benchBatches(n, space int, setbit bool) [][]Command {
+// batchForm is how a benchmark batch sends its 64 ids.
+type batchForm int
+
+const (
+	setbits   batchForm = iota // 64 SETBITs
+	bitsetex                   // one BITSETEX of 64 ids
+	bitsetex1                  // 64 BITSETEXs of one id
+)
+
+// benchBatches makes n batches of 64 random ids below space, in form.
+func benchBatches(n, space int, form batchForm) [][]Command {
 	rnd := rand.New(rand.NewSource(1))
 	out := make([][]Command, n)
 	for i := range out {
 		args := []string{"BITSETEX", "online", "30"}
 		for range 64 {
 			id := strconv.Itoa(rnd.Intn(space))
-			if setbit {
+			switch form {
+			case setbits:
 				out[i] = append(out[i], bmCommand("SETBIT", "online", id, "1"))
-			} else {
+			case bitsetex1:
+				out[i] = append(out[i], bmCommand("BITSETEX", "online", "30", id))
+			default:
 				args = append(args, id)
 			}
 		}
-		if !setbit {
+		if form == bitsetex {
 			out[i] = []Command{bmCommand(args...)}
 		}
 	}
@@ -360,11 +371,11 @@ func benchBatches(n, space int, setbit bool) [][]Command {
 // benchArm sets the ids of 2^14 batches once, then again and again: the
 // steady state of heartbeats. 1M ids among 100M spread over more memory
 // than the caches hold; 1M among 2M fit them better.
-func benchArm(b *testing.B, setbit bool) {
+func benchArm(b *testing.B, form batchForm) {
 	for _, space := range []int{100_000_000, 2_000_000} {
 		b.Run("space="+strconv.Itoa(space), func(b *testing.B) {
 			s := New()
-			batches := benchBatches(1<<14, space, setbit)
+			batches := benchBatches(1<<14, space, form)
 			var out Replies
 			for _, batch := range batches {
 				out.Reset()
@@ -382,10 +393,14 @@ func benchArm(b *testing.B, setbit bool) {
 }
 
 // BenchmarkSETBIT sets 64 random ids with 64 SETBITs a batch.
-func BenchmarkSETBIT(b *testing.B) { benchArm(b, true) }
+func BenchmarkSETBIT(b *testing.B) { benchArm(b, setbits) }
 
 // BenchmarkBITSETEX arms 64 random ids with one BITSETEX a batch.
-func BenchmarkBITSETEX(b *testing.B) { benchArm(b, false) }
+func BenchmarkBITSETEX(b *testing.B) { benchArm(b, bitsetex) }
+
+// BenchmarkBITSETEXPipelined arms 64 random ids with 64 BITSETEXs of one
+// id a batch, as a pipelining client sends them.
+func BenchmarkBITSETEXPipelined(b *testing.B) { benchArm(b, bitsetex1) }
 
 // BenchmarkBitSweep measures a tick of 100 ms over 5M armed ids of 10M
 // whose deadlines spread over 30 s: each tick clears about 1/300 of them.
@@ -780,10 +795,10 @@ func TestBudgetedExpiryWithHistory(t *testing.T) {
 // benchNew sets 64 new random ids a batch in a 100M-id space already
 // holding 3M: a heartbeat of users coming online, each one an insert into
 // the bitmap (and the timers).
-func benchNew(b *testing.B, setbit bool) {
+func benchNew(b *testing.B, form batchForm) {
 	s := New()
 	var out Replies
-	for _, batch := range benchBatches(3_000_000/64, 100_000_000, setbit) {
+	for _, batch := range benchBatches(3_000_000/64, 100_000_000, form) {
 		out.Reset()
 		s.Apply(batch, testNow, &out)
 	}
@@ -796,7 +811,7 @@ func benchNew(b *testing.B, setbit bool) {
 			ids[i] = strconv.Itoa(rnd.Intn(100_000_000))
 		}
 		var batch []Command
-		if setbit {
+		if form == setbits {
 			for _, id := range ids {
 				batch = append(batch, bmCommand("SETBIT", "online", id, "1"))
 			}
@@ -810,7 +825,56 @@ func benchNew(b *testing.B, setbit bool) {
 }
 
 // BenchmarkSETBITNew sets 64 new ids with 64 SETBITs a batch.
-func BenchmarkSETBITNew(b *testing.B) { benchNew(b, true) }
+func BenchmarkSETBITNew(b *testing.B) { benchNew(b, setbits) }
 
 // BenchmarkBITSETEXNew arms 64 new ids with one BITSETEX a batch.
-func BenchmarkBITSETEXNew(b *testing.B) { benchNew(b, false) }
+func BenchmarkBITSETEXNew(b *testing.B) { benchNew(b, bitsetex) }
+
+// TestPipelinedArmsMatchOneByOne applies a pipeline of BITSETEX commands
+// of one id (which warmArms reads ahead of), among commands in bad
+// databases, with bad offsets, on a string key and on keys a command
+// deletes, and checks that the replies and the state are those of the
+// same commands applied one at a time.
+func TestPipelinedArmsMatchOneByOne(t *testing.T) {
+	rnd := rand.New(rand.NewSource(1))
+	keys := []string{"a", "b", "str"}
+	var cmds []Command
+	for range 1000 {
+		k := keys[rnd.Intn(len(keys))]
+		off := strconv.Itoa(rnd.Intn(5 * blockSize))
+		var cmd Command
+		switch r := rnd.Intn(20); {
+		case r < 12:
+			cmd = bmCommand("BITSETEX", k, "30", off)
+		case r < 13:
+			cmd = bmCommand("BITPSETEX", k, "500", off)
+		case r < 14:
+			cmd = bmCommand("BITSETEX", k, "30", []string{"-1", "abc", "4294967296"}[rnd.Intn(3)])
+		case r < 15:
+			cmd = bmCommand("BITSETEX", k, "30", off, strconv.Itoa(rnd.Intn(5*blockSize)))
+		case r < 16:
+			cmd = bmCommand("SETBIT", k, off, "0")
+		case r < 17:
+			cmd = bmCommand("DEL", k)
+		case r < 18:
+			cmd = bmCommand("SET", "str", "x")
+		default:
+			cmd = bmCommand("BITSETEX", k, "30", off)
+			cmd.DB = []int{-1, 1, NumDBs}[rnd.Intn(3)]
+		}
+		cmds = append(cmds, cmd)
+	}
+	piped, alone := New(), New()
+	var got Replies
+	piped.ApplyEach(testNow, [][]Command{cmds[:500], cmds[500:]}, []*Replies{&got, &got}, nil)
+	for i, cmd := range cmds {
+		var want Replies
+		alone.Apply([]Command{cmd}, testNow, &want)
+		if g, w := string(got.Reply(i)), string(want.Reply(0)); g != w {
+			t.Fatalf("command %d %q: pipelined %q, alone %q", i, cmd.Args, g, w)
+		}
+	}
+	if piped.Digest() != alone.Digest() {
+		t.Fatal("the pipelined commands left another state than the same commands one at a time")
+	}
+}

@@ -139,6 +139,64 @@ func bitsetexHandler(unit int64) handler {
 	}
 }
 
+// execAll runs cmds on the write path, appending each reply to out. It
+// warms the timer blocks of each window of warmChunk commands before
+// running them (see warmArms).
+func (c *ctx) execAll(cmds []Command, out *Replies) {
+	for len(cmds) > 0 {
+		window := cmds[:min(len(cmds), warmChunk)]
+		cmds = cmds[len(window):]
+		c.warmArms(window)
+		for _, cmd := range window {
+			c.exec(cmd)
+			out.Ends = append(out.Ends, out.Len())
+		}
+	}
+}
+
+// warmArms warms the timer blocks that the one-offset BITSETEX and
+// BITPSETEX commands among cmds will arm, before they run (see
+// bitTimers.warm): a pipeline of one-id heartbeats then waits for its
+// cache misses together, as one command of many ids does (and warms its
+// own). It only reads, and skips what it cannot parse: the commands
+// report that.
+func (c *ctx) warmArms(cmds []Command) {
+	if len(cmds) < 2 {
+		return
+	}
+	var (
+		offs [warmChunk]uint32
+		n    int
+		t    *bitTimers
+		key  []byte
+		db   = -1
+	)
+	for _, cmd := range cmds[:min(len(cmds), len(offs))] {
+		if len(cmd.Args) != 4 || !isBitsetex(cmd) || cmd.DB < 0 || cmd.DB >= NumDBs {
+			continue
+		}
+		if cmd.DB != db || string(cmd.Args[1]) != string(key) {
+			t.warm(offs[:n])
+			n = 0
+			db, key, t = cmd.DB, cmd.Args[1], nil
+			if e := c.s.mu.dbs[db].keys[string(key)]; e != nil {
+				t = e.v.t
+			}
+		}
+		if off, ok := parseBitOffset(cmd.Args[3]); ok {
+			offs[n] = uint32(off)
+			n++
+		}
+	}
+	t.warm(offs[:n])
+}
+
+// isBitsetex reports whether cmd is a BITSETEX or a BITPSETEX.
+func isBitsetex(cmd Command) bool {
+	name := cmd.name()
+	return name == "bitsetex" || name == "bitpsetex"
+}
+
 // setArmed sets bit off of e (whose key is key) and arms it with deadline
 // at (ms), reporting whether the bit was 0. The caller schedules e.
 //

@@ -383,7 +383,7 @@ func (discardSink) RecordChanges(int64, int, string, *roaring.Bitmap, uint64, *r
 func BenchmarkSETBITHistory(b *testing.B) {
 	s := New()
 	s.SetHistory(discardSink{}, HistoryConfig{})
-	batches := benchBatches(1<<14, 2_000_000, true)
+	batches := benchBatches(1<<14, 2_000_000, setbits)
 	var out Replies
 	now := int64(testNow)
 	for _, batch := range batches {

@@ -24,6 +24,19 @@ type Command struct {
 	Spec *proto.Spec
 }
 
+// name returns the name of cmd's command in lower case, or "" when it
+// names none.
+func (cmd Command) name() string {
+	spec := cmd.Spec
+	if spec == nil && len(cmd.Args) > 0 {
+		spec = proto.Lookup(cmd.Args[0])
+	}
+	if spec == nil {
+		return ""
+	}
+	return spec.Name
+}
+
 // Replies collects the RESP replies of a batch: the encoded bytes, and the
 // end offset in them of each command's reply.
 type Replies struct {
@@ -117,10 +130,7 @@ func (s *Store) Apply(cmds []Command, now int64, out *Replies) {
 	c := s.startApply(now)
 	defer func() { *c = ctx{} }()
 	c.w = &out.Writer
-	for _, cmd := range cmds {
-		c.exec(cmd)
-		out.Ends = append(out.Ends, out.Len())
-	}
+	c.execAll(cmds, out)
 }
 
 // startApply moves the store's time to now (never backwards), through the
@@ -160,10 +170,7 @@ func (s *Store) ApplyEach(now int64, batches [][]Command, outs []*Replies, done 
 	defer func() { *c = ctx{} }()
 	for i, cmds := range batches {
 		c.w = &outs[i].Writer
-		for _, cmd := range cmds {
-			c.exec(cmd)
-			outs[i].Ends = append(outs[i].Ends, outs[i].Len())
-		}
+		c.execAll(cmds, outs[i])
 		if done != nil {
 			done(i)
 		}
