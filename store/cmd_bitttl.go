@@ -193,8 +193,7 @@ func (c *ctx) warmArms(cmds []Command) {
 
 // isBitsetex reports whether cmd is a BITSETEX or a BITPSETEX.
 func isBitsetex(cmd Command) bool {
-	name := cmd.name()
-	return name == "bitsetex" || name == "bitpsetex"
+	return cmd.is("bitsetex") || cmd.is("bitpsetex")
 }
 
 // setArmed sets bit off of e (whose key is key) and arms it with deadline

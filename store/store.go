@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"container/heap"
 	"sync"
 	"sync/atomic"
@@ -24,17 +25,13 @@ type Command struct {
 	Spec *proto.Spec
 }
 
-// name returns the name of cmd's command in lower case, or "" when it
-// names none.
-func (cmd Command) name() string {
-	spec := cmd.Spec
-	if spec == nil && len(cmd.Args) > 0 {
-		spec = proto.Lookup(cmd.Args[0])
+// is reports whether cmd is the command called name (in lower case),
+// without a lookup in the command table.
+func (cmd Command) is(name string) bool {
+	if cmd.Spec != nil {
+		return cmd.Spec.Name == name
 	}
-	if spec == nil {
-		return ""
-	}
-	return spec.Name
+	return len(cmd.Args) > 0 && bytes.EqualFold(cmd.Args[0], []byte(name))
 }
 
 // Replies collects the RESP replies of a batch: the encoded bytes, and the

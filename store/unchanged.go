@@ -63,7 +63,7 @@ func (c *ctx) setbitUnchanged(cmd Command) bool {
 }
 
 // isSetbit reports whether cmd is a SETBIT.
-func isSetbit(cmd Command) bool { return cmd.name() == "setbit" }
+func isSetbit(cmd Command) bool { return cmd.is("setbit") }
 
 // rearms reports whether cmd, a SETBIT, sets a bit to 1 in a key that a
 // bit-TTL rule covers, as of the latest change of the rules: it arms the
