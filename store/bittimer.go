@@ -159,7 +159,8 @@ func (t *bitTimers) deadline(off uint32) (int64, bool) {
 	return du, ok
 }
 
-// warmChunk is how many offsets a BITSETEX warms at a time (see warm).
+// warmChunk is how many offsets a BITSETEX warms at a time, and how many
+// commands the state machine reads ahead of (see warm and warmArms).
 const warmChunk = 64
 
 // warm reads the words of offs' blocks that arming them reads: most are
