@@ -170,13 +170,13 @@ const warmChunk = 64
 // what it read and is not inlined, so that the loads are kept.
 //
 //go:noinline
-func (t *bitTimers) warm(offs []uint32) uint64 {
+func (t *bitTimers) warm(offs []uint64) uint64 {
 	if t == nil {
 		return 0
 	}
 	var sum uint64
 	for _, off := range offs {
-		if b := t.blocks.get(off >> blockShift); b != nil {
+		if b := t.blocks.get(uint32(off >> blockShift)); b != nil {
 			bit := uint(off & (blockSize - 1))
 			sum += b.armed[bit/64] + uint64(b.mins[bit/64]) + uint64(len(b.dl))
 		}

@@ -220,8 +220,11 @@ func (mt *timerModelTest) bitsetex() {
 	args := []string{name, k, arg}
 	var offs []uint64
 	n := 1 + mt.rnd.Intn(6)
-	if mt.rnd.Intn(10) == 0 {
+	switch r := mt.rnd.Intn(40); {
+	case r < 4:
 		n = warmChunk - 2 + mt.rnd.Intn(2*warmChunk) // across the chunks BITSETEX arms by
+	case r < 5:
+		n = offsetsStack - 2 + mt.rnd.Intn(4) // around the stack buffer's end
 	}
 	for range n {
 		offs = append(offs, mt.offset())

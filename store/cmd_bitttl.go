@@ -108,28 +108,23 @@ func bitsetexHandler(unit int64) handler {
 			c.errInvalidExpire(args)
 			return
 		}
-		for _, a := range args[3:] {
-			if _, ok := parseBitOffset(a); !ok {
-				c.w.Error(proto.ErrBitOffset)
-				return
-			}
+		var stack [offsetsStack]uint64
+		offs, ok := parseBitOffsets(args[3:], stack[:])
+		if !ok {
+			c.w.Error(proto.ErrBitOffset)
+			return
 		}
 		e := c.get(args[1])
 		if e == nil {
 			e = c.put(args[1], value{})
 		}
 		joins := int64(0)
-		var chunk [warmChunk]uint32
-		for rest := args[3:]; len(rest) > 0; {
-			n := min(len(rest), len(chunk))
-			for i, a := range rest[:n] {
-				off, _ := parseBitOffset(a)
-				chunk[i] = uint32(off)
-			}
-			rest = rest[n:]
-			e.v.t.warm(chunk[:n])
-			for _, off := range chunk[:n] {
-				if c.setArmed(e, args[1], uint64(off), at) {
+		for len(offs) > 0 {
+			chunk := offs[:min(len(offs), warmChunk)]
+			offs = offs[len(chunk):]
+			e.v.t.warm(chunk)
+			for _, off := range chunk {
+				if c.setArmed(e, args[1], off, at) {
 					joins++
 				}
 			}
@@ -165,7 +160,7 @@ func (c *ctx) warmArms(cmds []Command) {
 		return
 	}
 	var (
-		offs [warmChunk]uint32
+		offs [warmChunk]uint64
 		n    int
 		t    *bitTimers
 		key  []byte
@@ -184,7 +179,7 @@ func (c *ctx) warmArms(cmds []Command) {
 			}
 		}
 		if off, ok := parseBitOffset(cmd.Args[3]); ok {
-			offs[n] = uint32(off)
+			offs[n] = off
 			n++
 		}
 	}

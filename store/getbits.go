@@ -2,27 +2,38 @@ package store
 
 import "github.com/presenced/presenced/proto"
 
-// getbitsStack is how many offsets GETBITS parses into a buffer on the
+// offsetsStack is how many offsets a command parses into a buffer on the
 // stack; longer lists take one allocation.
-const getbitsStack = 512
+const offsetsStack = 512
+
+// parseBitOffsets parses args as bit offsets into buf, or into a new
+// slice when buf is too small, and reports false when one is not an
+// offset.
+func parseBitOffsets(args [][]byte, buf []uint64) ([]uint64, bool) {
+	offs := buf[:0]
+	if len(args) > cap(buf) {
+		offs = make([]uint64, 0, len(args))
+	}
+	for _, a := range args {
+		off, ok := parseBitOffset(a)
+		if !ok {
+			return nil, false
+		}
+		offs = append(offs, off)
+	}
+	return offs, true
+}
 
 // getbits implements GETBITS key offset [offset ...]: the bit at each
 // offset, in argument order, as GETBIT would read it (0 for a missing key
 // or beyond the string). One bad offset fails the whole command before
 // anything is read.
 func getbits(c *ctx, args [][]byte) {
-	var stack [getbitsStack]uint64
-	offs := stack[:0]
-	if len(args)-2 > len(stack) {
-		offs = make([]uint64, 0, len(args)-2)
-	}
-	for _, a := range args[2:] {
-		off, ok := parseBitOffset(a)
-		if !ok {
-			c.w.Error(proto.ErrBitOffset)
-			return
-		}
-		offs = append(offs, off)
+	var stack [offsetsStack]uint64
+	offs, ok := parseBitOffsets(args[2:], stack[:])
+	if !ok {
+		c.w.Error(proto.ErrBitOffset)
+		return
 	}
 	c.w.Array(len(offs))
 	e := c.get(args[1])

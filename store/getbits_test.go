@@ -27,6 +27,9 @@ func TestGetbitsModel(t *testing.T) {
 		args := []string{"GETBITS", "k"}
 		var w proto.Writer
 		n := 1 + rnd.Intn(40)
+		if rnd.Intn(10) == 0 {
+			n = offsetsStack - 4 + rnd.Intn(8) // around the stack buffer's end
+		}
 		w.Array(n)
 		for range n {
 			off := rnd.Int63n(int64(len(b))*8 + 64)
