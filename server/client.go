@@ -47,6 +47,14 @@ type client struct {
 	multi    bool
 	multiErr bool
 	queued   []queuedCommand
+	// queuedBytes and queuedArgs are the chunks queued commands' copied
+	// arguments are carved from: a follower forwards writes as MULTI
+	// blocks of hundreds of commands, which would otherwise cost the
+	// leader an allocation per argument. A chunk is never reused, only
+	// replaced when full, so a command keeps its arguments as long as it
+	// is referenced.
+	queuedBytes []byte
+	queuedArgs  [][]byte
 
 	// ps is the pub/sub state, nil unless the client has subscriptions.
 	ps *subscriptions

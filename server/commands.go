@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"crypto/subtle"
 	"fmt"
 	"math"
@@ -248,16 +247,37 @@ func discard(c *client, _ [][]byte) {
 	c.out.OK()
 }
 
-// queue adds a command to the open transaction. Its arguments are copied:
-// the input buffer they point into is reused.
+// queue adds a command to the open transaction. Its arguments are copied,
+// into the client's argument chunks: the input buffer they point into is
+// reused.
 func (c *client) queue(spec *proto.Spec, args [][]byte) {
-	cp := make([][]byte, len(args))
-	for i, a := range args {
-		cp[i] = bytes.Clone(a)
+	size := 0
+	for _, a := range args {
+		size += len(a)
 	}
+	if cap(c.queuedBytes)-len(c.queuedBytes) < size {
+		c.queuedBytes = make([]byte, 0, max(size, queueChunkBytes))
+	}
+	if cap(c.queuedArgs)-len(c.queuedArgs) < len(args) {
+		c.queuedArgs = make([][]byte, 0, max(len(args), queueChunkArgs))
+	}
+	first := len(c.queuedArgs)
+	for _, a := range args {
+		from := len(c.queuedBytes)
+		c.queuedBytes = append(c.queuedBytes, a...)
+		c.queuedArgs = append(c.queuedArgs, c.queuedBytes[from:len(c.queuedBytes):len(c.queuedBytes)])
+	}
+	cp := c.queuedArgs[first:len(c.queuedArgs):len(c.queuedArgs)]
 	c.queued = append(c.queued, queuedCommand{spec: spec, args: cp})
 	c.out.Simple("QUEUED")
 }
+
+// The sizes of the chunks queued arguments are copied into (see
+// client.queuedBytes): a forwarded block of heartbeats fills a few.
+const (
+	queueChunkBytes = 8 << 10
+	queueChunkArgs  = 512
+)
 
 // exec runs the queued commands. The keyspace commands among them go to
 // the store as one batch, applied atomically; the server commands run
@@ -275,7 +295,7 @@ func exec(c *client, _ [][]byte) {
 	}
 	// The database each keyspace command runs in follows the SELECTs
 	// queued before it.
-	var batch []store.Command
+	batch := make([]store.Command, 0, len(queued))
 	db := c.db
 	write := false
 	for _, q := range queued {

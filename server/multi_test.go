@@ -89,6 +89,43 @@ func TestMultiExecIsAtomic(t *testing.T) {
 	}
 }
 
+// TestMultiKeepsQueuedArguments queues enough commands, of arguments
+// short, empty and longer than a chunk, sent in many reads of one reused
+// input buffer, that their copies span several argument chunks; each value
+// must come back as it was queued.
+func TestMultiKeepsQueuedArguments(t *testing.T) {
+	const commands = 1500
+	srv := startServer(t)
+	c := dial(t, srv.Addr())
+	value := func(i int) string {
+		switch i % 7 {
+		case 0:
+			return ""
+		case 3:
+			return strings.Repeat(strconv.Itoa(i%10), queueChunkBytes+i)
+		}
+		return strings.Repeat("v", i%40) + strconv.Itoa(i)
+	}
+	c.expect("+OK\r\n", "MULTI")
+	for i := 0; i < commands; i += 50 {
+		var b []byte
+		for j := i; j < i+50; j++ {
+			b = redisserver.AppendCommand(b, "SET", "key:"+strconv.Itoa(j), value(j))
+		}
+		c.send(b)
+		if got, want := c.replies(50), strings.Repeat("+QUEUED\r\n", 50); got != want {
+			t.Fatalf("queueing SETs %d to %d: got %.100q", i, i+49, got)
+		}
+	}
+	if got, want := c.do("EXEC"), "*"+strconv.Itoa(commands)+"\r\n"+strings.Repeat("+OK\r\n", commands); got != want {
+		t.Fatalf("EXEC: got %.100q", got)
+	}
+	for i := range commands {
+		v := value(i)
+		c.expect("$"+strconv.Itoa(len(v))+"\r\n"+v+"\r\n", "GET", "key:"+strconv.Itoa(i))
+	}
+}
+
 func TestMultiErrors(t *testing.T) {
 	c := dial(t, startServer(t).Addr())
 	c.expect("-ERR EXEC without MULTI\r\n", "EXEC")
