@@ -65,7 +65,8 @@ func NewRESPPeers(password func() string) *RESPPeers {
 type peerConn struct {
 	nc  net.Conn
 	r   *bufio.Reader
-	buf []byte // replies read and not yet consumed
+	req proto.Writer // the request being sent, its buffer kept between calls
+	buf []byte       // replies read and not yet consumed
 	db  int
 }
 
@@ -361,10 +362,10 @@ func (p *RESPPeers) call(ctx context.Context, addr string, encode func(*peerConn
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotSent, err)
 	}
-	var w proto.Writer
-	n := encode(c, &w)
+	c.req.Reset()
+	n := encode(c, &c.req)
 	c.nc.SetDeadline(deadline)
-	if _, err := c.nc.Write(w.B); err != nil {
+	if _, err := c.nc.Write(c.req.B); err != nil {
 		c.nc.Close()
 		return fmt.Errorf("%w: forwarding to %s: %v", ErrUnknownOutcome, addr, err)
 	}
@@ -375,9 +376,19 @@ func (p *RESPPeers) call(ctx context.Context, addr string, encode func(*peerConn
 	}
 	err = decode(replies)
 	c.buf = c.buf[:0]
+	if cap(c.buf) > maxKeptPeerBuf {
+		c.buf = nil
+	}
+	if cap(c.req.B) > maxKeptPeerBuf {
+		c.req.B = nil
+	}
 	p.put(addr, c)
 	return err
 }
+
+// maxKeptPeerBuf bounds the request and reply buffers an idle peer
+// connection keeps: a big forwarded block's are let go.
+const maxKeptPeerBuf = 64 << 10
 
 // get returns an idle connection to addr or dials one.
 func (p *RESPPeers) get(addr string, deadline time.Time) (*peerConn, error) {
@@ -454,6 +465,9 @@ func (c *peerConn) write(req []byte, n int) ([][]byte, error) {
 	return c.read(n)
 }
 
+// peerReadChunk is the least room a read of replies is given.
+const peerReadChunk = 16 << 10
+
 // read reads n complete replies; they stay valid until c.buf is reset.
 func (c *peerConn) read(n int) ([][]byte, error) {
 	var ends []int
@@ -468,12 +482,16 @@ func (c *peerConn) read(n int) ([][]byte, error) {
 			ends = append(ends, start)
 			continue
 		}
-		chunk := make([]byte, 16<<10)
-		k, err := c.r.Read(chunk)
+		if cap(c.buf)-len(c.buf) < peerReadChunk {
+			grown := make([]byte, len(c.buf), 2*cap(c.buf)+peerReadChunk)
+			copy(grown, c.buf)
+			c.buf = grown
+		}
+		k, err := c.r.Read(c.buf[len(c.buf):cap(c.buf)])
 		if k == 0 && err != nil {
 			return nil, err
 		}
-		c.buf = append(c.buf, chunk[:k]...)
+		c.buf = c.buf[:len(c.buf)+k]
 	}
 	replies := make([][]byte, n)
 	from := 0
