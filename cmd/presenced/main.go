@@ -24,7 +24,7 @@ import (
 
 // gcHeadroom is how much the heap may grow between collections at least,
 // however small the live heap (see gctune).
-const gcHeadroom = 32 << 20
+const gcHeadroom = 16 << 20
 
 func main() {
 	cfg := server.DefaultConfig()
