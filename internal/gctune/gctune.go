@@ -9,7 +9,8 @@
 // that in milliseconds: it then collects dozens of times a second, each
 // collection paying its fixed costs (stacks, globals, the phases' pauses).
 // Tune sets the share anew after every collection so that the heap may
-// grow by the share or by a fixed headroom, whichever is more.
+// grow by the share or by a fixed headroom, whichever is more, within a
+// bound.
 package gctune
 
 import (
@@ -49,16 +50,15 @@ type tuner struct {
 	mu       sync.Mutex // serialises tune, which cleanups may run concurrently
 	set      int        // the GOGC value set last
 	sample   []metrics.Sample
-	stopped  atomic.Bool
+	stopped  atomic.Bool // ends the re-arming (tests set it)
 }
 
 // Tune sets GOGC to Percent of the live heap now, and again after every
-// collection until stop is called (a server never calls it).
-func Tune(percent int, headroom uint64) (stop func()) {
+// collection, for the life of the process.
+func Tune(percent int, headroom uint64) {
 	t := &tuner{percent: percent, headroom: headroom, sample: []metrics.Sample{{Name: liveHeap}}}
 	t.tune()
 	t.arm()
-	return func() { t.stopped.Store(true) }
 }
 
 // arm attaches the next tune to an object that becomes garbage at once,
