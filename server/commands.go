@@ -255,11 +255,13 @@ func (c *client) queue(spec *proto.Spec, args [][]byte) {
 	for _, a := range args {
 		size += len(a)
 	}
+	// A new chunk doubles the last, up to the bound: a client that
+	// queues a short block keeps no more than that block took.
 	if cap(c.queuedBytes)-len(c.queuedBytes) < size {
-		c.queuedBytes = make([]byte, 0, max(size, queueChunkBytes))
+		c.queuedBytes = make([]byte, 0, max(size, min(queueChunkBytes, 2*cap(c.queuedBytes))))
 	}
 	if cap(c.queuedArgs)-len(c.queuedArgs) < len(args) {
-		c.queuedArgs = make([][]byte, 0, max(len(args), queueChunkArgs))
+		c.queuedArgs = make([][]byte, 0, max(len(args), min(queueChunkArgs, 2*cap(c.queuedArgs))))
 	}
 	first := len(c.queuedArgs)
 	for _, a := range args {
@@ -272,7 +274,7 @@ func (c *client) queue(spec *proto.Spec, args [][]byte) {
 	c.out.Simple("QUEUED")
 }
 
-// The sizes of the chunks queued arguments are copied into (see
+// The bounds of the chunks queued arguments are copied into (see
 // client.queuedBytes): a forwarded block of heartbeats fills a few.
 const (
 	queueChunkBytes = 8 << 10
