@@ -2,7 +2,10 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
+	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -92,5 +95,102 @@ func TestApplyEachAnswersEachBatch(t *testing.T) {
 	})
 	if fmt.Sprint(done) != "[0 1 2]" {
 		t.Fatalf("batches reported %v", done)
+	}
+}
+
+// TestHeartbeatRunsAreCommands checks that a pipeline in which one-offset
+// BITSETEX and BITPSETEX commands follow each other on one key, as
+// heartbeats do, applied as one batch (where execAll applies such runs
+// together), gives the replies, events and state of the same commands
+// applied one at a time: bad offsets and TTLs inside runs, runs that
+// create their key or find it expired, and runs broken by other commands
+// on the key or in databases that do not exist included.
+func TestHeartbeatRunsAreCommands(t *testing.T) {
+	rnd := rand.New(rand.NewSource(3))
+	batched, single := New(), New()
+	var gotEvents, wantEvents []string
+	sinkTo := func(events *[]string) EventSink {
+		return func(db int, key []byte, kind EventKind, off uint64) {
+			*events = append(*events, fmt.Sprint(db, string(key), kind, off))
+		}
+	}
+	batched.SetEventSink(sinkTo(&gotEvents))
+	single.SetEventSink(sinkTo(&wantEvents))
+	gotHist, wantHist := &recordingSink{}, &recordingSink{}
+	batched.SetHistory(gotHist, HistoryConfig{Interval: 1000})
+	single.SetHistory(wantHist, HistoryConfig{Interval: 1000})
+	offsets := []string{"1", "2", "3", "70", "5000", "-1", "x", "4294967296", "0"}
+	ttls := []string{"1", "5", "90", "0", "-3", "y", "9223372036854775807"}
+	runs := 0
+	for i := range 400 {
+		now := int64(1_000_000 + i*700)
+		var b []Command
+		for len(b) < 200 {
+			key := []string{"a", "b"}[rnd.Intn(2)]
+			db := rnd.Intn(2)
+			switch rnd.Intn(9) {
+			case 0:
+				b = append(b, bmCommand("DEL", key))
+			case 1:
+				b = append(b, bmCommand("SET", key, "v", "PX", strconv.Itoa(1+rnd.Intn(2000))))
+			case 2:
+				b = append(b, bmCommand("BITSETEX", key, "1", "7", "8"))
+			case 3:
+				b = append(b, bmCommand("SETBIT", key, strconv.Itoa(rnd.Intn(100_000)), "0"))
+			default:
+				name := []string{"BITSETEX", "bitpsetex"}[rnd.Intn(2)]
+				ttl := ttls[rnd.Intn(len(ttls))]
+				switch rnd.Intn(6) {
+				case 0:
+					// Valid, but past the latest deadline the timers keep.
+					name, ttl = "bitpsetex", strconv.FormatInt(math.MaxInt64-now-3, 10)
+				case 1, 2, 3:
+					ttl = "90"
+				}
+				n := 1 + rnd.Intn(70)
+				allBad := rnd.Intn(8) == 0
+				for range n {
+					off := offsets[5+rnd.Intn(3)]
+					if !allBad {
+						off = offsets[rnd.Intn(len(offsets))]
+						if rnd.Intn(4) > 0 {
+							off = strconv.Itoa(rnd.Intn(100_000))
+						}
+					}
+					cmd := bmCommand(name, key, ttl, off)
+					cmd.DB = db
+					b = append(b, cmd)
+				}
+				runs += min(n-1, 1)
+			}
+			b[len(b)-1].DB = db
+			if rnd.Intn(20) == 0 {
+				b[len(b)-1].DB = []int{-1, NumDBs}[rnd.Intn(2)]
+			}
+		}
+		var want Replies
+		for _, cmd := range b {
+			single.Apply([]Command{cmd}, now, &want)
+		}
+		got := new(Replies)
+		batched.ApplyEach(now, [][]Command{b}, []*Replies{got}, nil)
+		if string(got.B) != string(want.B) {
+			t.Fatalf("step %d: batched replies %q, one at a time %q", i, got.B, want.B)
+		}
+		if len(got.Ends) != len(b) {
+			t.Fatalf("step %d: %d reply ends for %d commands", i, len(got.Ends), len(b))
+		}
+		if !slices.Equal(gotEvents, wantEvents) {
+			t.Fatalf("step %d: batched events %v, one at a time %v", i, gotEvents, wantEvents)
+		}
+		if batched.Digest() != single.Digest() {
+			t.Fatalf("step %d: states differ", i)
+		}
+		if !reflect.DeepEqual(gotHist.calls, wantHist.calls) {
+			t.Fatalf("step %d: batched history %v, one at a time %v", i, gotHist.calls, wantHist.calls)
+		}
+	}
+	if runs < 1000 {
+		t.Fatalf("only %d runs of heartbeats", runs)
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"math"
 
 	"github.com/presenced/presenced/proto"
@@ -134,19 +135,115 @@ func bitsetexHandler(unit int64) handler {
 	}
 }
 
-// execAll runs cmds on the write path, appending each reply to out. It
-// warms the timer blocks of each window of warmChunk commands before
-// running them (see warmArms).
+// execAll runs cmds on the write path, appending each reply to out. A
+// run of one-offset heartbeats on one key is applied as one (see
+// armRun); other commands go in windows of up to warmChunk, whose timer
+// blocks are warmed before they run (see warmArms).
 func (c *ctx) execAll(cmds []Command, out *Replies) {
 	for len(cmds) > 0 {
-		window := cmds[:min(len(cmds), warmChunk)]
-		cmds = cmds[len(window):]
+		if n := armRunLen(cmds); n > 1 {
+			c.armRun(cmds[:n], out)
+			cmds = cmds[n:]
+			continue
+		}
+		n := 1
+		for n < min(len(cmds), warmChunk) && armRunLen(cmds[n:]) < 2 {
+			n++
+		}
+		window := cmds[:n]
+		cmds = cmds[n:]
 		c.warmArms(window)
 		for _, cmd := range window {
 			c.exec(cmd)
 			out.Ends = append(out.Ends, out.Len())
 		}
 	}
+}
+
+// armRunLen returns the length of the run at the start of cmds that
+// armRun applies together: BITSETEX (or BITPSETEX) commands of one
+// offset each, on one key of one database, with the same TTL argument,
+// as a client's pipeline of heartbeats is. It returns 0 or 1 where no
+// such run starts.
+func armRunLen(cmds []Command) int {
+	first := cmds[0]
+	if len(first.Args) != 4 || !isBitsetex(first) || first.DB < 0 || first.DB >= NumDBs {
+		return 0
+	}
+	name := "bitsetex"
+	if !first.is(name) {
+		name = "bitpsetex"
+	}
+	n := 1
+	for ; n < len(cmds); n++ {
+		cmd := cmds[n]
+		if cmd.DB != first.DB || len(cmd.Args) != 4 || !cmd.is(name) ||
+			!bytes.Equal(cmd.Args[1], first.Args[1]) || !bytes.Equal(cmd.Args[2], first.Args[2]) {
+			break
+		}
+	}
+	return n
+}
+
+// armRun applies a run of heartbeats (see armRunLen) as exec would apply
+// them one after another, with the same replies and the same state, but
+// reads the TTL, looks the key up, schedules its expiry and marks it for
+// history once for the run, and warms the timer blocks of each chunk of
+// warmChunk offsets before arming them.
+func (c *ctx) armRun(cmds []Command, out *Replies) {
+	first := cmds[0]
+	key := first.Args[1]
+	c.db, c.dbIndex = c.s.mu.dbs[first.DB], first.DB
+	unit := int64(1000)
+	if first.is("bitpsetex") {
+		unit = 1
+	}
+	ttl, ok := proto.ParseInt(first.Args[2])
+	at, valid := expireAt(ttl, unit, true, c.now)
+	if !ok || !valid || at > maxDeadline {
+		// Every command of the run fails the same way: exec says how.
+		for _, cmd := range cmds {
+			c.exec(cmd)
+			out.Ends = append(out.Ends, out.Len())
+		}
+		return
+	}
+	e := c.get(key)
+	var offs [warmChunk]uint64
+	for len(cmds) > 0 {
+		chunk := cmds[:min(len(cmds), warmChunk)]
+		cmds = cmds[len(chunk):]
+		var bad uint64 // bit i: chunk[i]'s offset is not valid
+		for i, cmd := range chunk {
+			var ok bool
+			if offs[i], ok = parseBitOffset(cmd.Args[3]); !ok {
+				bad |= 1 << i
+			}
+		}
+		if e != nil {
+			e.v.t.warm(offs[:len(chunk)])
+		}
+		for i := range chunk {
+			switch {
+			case bad&(1<<i) != 0:
+				c.w.Error(proto.ErrBitOffset)
+			default:
+				if e == nil {
+					e = c.put(key, value{})
+				}
+				joined := int64(0)
+				if c.setArmed(e, key, offs[i], at) {
+					joined = 1
+				}
+				c.w.Int(joined)
+			}
+			out.Ends = append(out.Ends, out.Len())
+		}
+	}
+	if e != nil {
+		c.s.scheduleBitsLocked(c.dbIndex, e)
+	}
+	c.mark(c.dbIndex, key)
 }
 
 // warmArms warms the timer blocks that the one-offset BITSETEX and

@@ -38,19 +38,25 @@ func (c *ctx) deadline(args [][]byte, arg []byte, unit int64, relative bool) (in
 	if !ok {
 		return 0, false
 	}
-	if t <= 0 || t > math.MaxInt64/unit {
+	at, ok := expireAt(t, unit, relative, c.now)
+	if !ok {
 		c.errInvalidExpire(args)
+	}
+	return at, ok
+}
+
+// expireAt is the deadline (unix ms) of a time t in unit, counted from now
+// when relative, and whether it is valid: t must be positive and the
+// deadline must fit in 64 bits.
+func expireAt(t, unit int64, relative bool, now int64) (int64, bool) {
+	if t <= 0 || t > math.MaxInt64/unit {
 		return 0, false
 	}
 	t *= unit
 	if relative {
-		t += c.now // wraps to negative on overflow, as in Redis
+		t += now // wraps to negative on overflow, as in Redis
 	}
-	if t <= 0 {
-		c.errInvalidExpire(args)
-		return 0, false
-	}
-	return t, true
+	return t, t > 0
 }
 
 // expireHandler returns the handler of EXPIRE (unit 1000, relative),
