@@ -13,6 +13,7 @@ require (
 	github.com/tidwall/btree v1.8.2
 	github.com/tidwall/redcon v1.6.4
 	go.etcd.io/bbolt v1.3.12
+	golang.org/x/sys v0.48.0
 )
 
 require (
@@ -29,7 +30,6 @@ require (
 	github.com/mschoch/smat v0.2.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 )
 
 // raft-boltdb/v2 v2.3.1 imports go-metrics/compat, which go-metrics v0.7.0

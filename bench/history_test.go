@@ -224,6 +224,8 @@ func TestMarkdownRendersHistoryTables(t *testing.T) {
 			{Workload: "b", Presenced: Measurement{P50: 2 * time.Millisecond, P99: 7 * time.Millisecond},
 				Reference: Measurement{P50: time.Millisecond, P99: 3 * time.Millisecond}, RefName: "presenced alone", Factor: targetWriteP99},
 			{Workload: "c", Presenced: Measurement{P50: time.Millisecond, P99: 11 * time.Millisecond}, Limit: targetBitmapAt},
+			{Workload: "e", Presenced: Measurement{P50: time.Millisecond, P99: 4 * time.Millisecond}, Limit: targetTickPause,
+				Longest: 12 * time.Millisecond, LongestCPU: 3 * time.Millisecond},
 		}},
 		{Title: "d", Sizes: []SizeRow{{Workload: "day", Bytes: 1_234_000_000, Snapshots: 1440, Span: 24 * time.Hour,
 			Raw: 12_500_000, Limit: targetDisk}}},
@@ -233,6 +235,7 @@ func TestMarkdownRendersHistoryTables(t *testing.T) {
 		"| a | 200µs | 900µs | p99 ≤ 1.00ms | yes | redis-server `X` | 100µs | 300µs |",
 		"| b | 2.00ms | 7.00ms | p99 ≤ 2.0× reference | no | presenced alone | 1.00ms | 3.00ms |",
 		"| c | 1.00ms | 11.00ms | p99 ≤ 10.00ms | no | – | – | – |",
+		"| e | 1.00ms | 4.00ms | longest ≤ 10.00ms (took 12.00ms; 3.00ms of CPU at most) | no | – | – | – |",
 		"| day | 1.23 GB | 856.9 kB | ≤ 2.00 GB | yes | 3.60 GB | 18.00 GB |",
 	)
 }
@@ -258,6 +261,9 @@ func historyRowNames(t *testing.T, g Group) []string {
 		}
 		if r.Bound() <= 0 {
 			t.Errorf("%s: no bound", r.Workload)
+		}
+		if r.Longest > 0 && (r.LongestCPU <= 0 || r.LongestCPU > r.Longest) {
+			t.Errorf("%s: the longest took %v, the most CPU %v", r.Workload, r.Longest, r.LongestCPU)
 		}
 	}
 	for _, r := range g.Sizes {

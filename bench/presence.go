@@ -395,7 +395,7 @@ func (s *suite) expiry() error {
 			"`SETBIT %s <random id> 1`, pipeline 1, %d connections, from the end of the first half's expiry until %v after the second half's: round trips that overlapped the second half's expiry (from %v before its first deadline until BITCOUNT shows it gone) count as during, the others as outside. One run.",
 			heartbeatKey, expiryConns, s.cfg.Duration, windowLead)},
 		Group{Title: "Expiry at " + count(n) + " online: ticks", Latencies: []LatencyRow{ticks}, Note: fmt.Sprintf(
-			"How long each tick of the steady state's measured cycles (above) took to apply, %v of log time apart, with the ticks that follow one at once when it spent its expiry budget (as the cluster proposes them): the writes of the entries behind a tick wait that long. The issue bounds the longest.",
+			"How long each tick of the steady state's measured cycles (above) took to apply, %v of log time apart, with the ticks that follow one at once when it spent its expiry budget (as the cluster proposes them): the writes of the entries behind a tick wait that long. The issue bounds the longest. Beside it, the most processor time any tick took (the state machine runs on one thread, whose CPU clock times each tick): where the longest took more, it waited for a core that other processes on the machine had.",
 			steadyTick)})
 	return nil
 }
