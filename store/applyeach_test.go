@@ -103,8 +103,9 @@ func TestApplyEachAnswersEachBatch(t *testing.T) {
 // heartbeats do, applied as one batch (where execAll applies such runs
 // together), gives the replies, events and state of the same commands
 // applied one at a time: bad offsets and TTLs inside runs, runs that
-// create their key or find it expired, and runs broken by other commands
-// on the key or in databases that do not exist included.
+// create their key or find it expired, runs broken by other commands on
+// the key or in databases that do not exist, and heartbeats on keys at
+// random included.
 func TestHeartbeatRunsAreCommands(t *testing.T) {
 	rnd := rand.New(rand.NewSource(3))
 	batched, single := New(), New()
@@ -128,7 +129,7 @@ func TestHeartbeatRunsAreCommands(t *testing.T) {
 		for len(b) < 200 {
 			key := []string{"a", "b"}[rnd.Intn(2)]
 			db := rnd.Intn(2)
-			switch rnd.Intn(9) {
+			switch rnd.Intn(10) {
 			case 0:
 				b = append(b, bmCommand("DEL", key))
 			case 1:
@@ -137,6 +138,15 @@ func TestHeartbeatRunsAreCommands(t *testing.T) {
 				b = append(b, bmCommand("BITSETEX", key, "1", "7", "8"))
 			case 3:
 				b = append(b, bmCommand("SETBIT", key, strconv.Itoa(rnd.Intn(100_000)), "0"))
+			case 4:
+				// One-offset heartbeats on keys and databases at random,
+				// bad ones among them: windows warmArms reads ahead of.
+				for range 1 + rnd.Intn(10) {
+					cmd := bmCommand("BITSETEX", []string{"a", "b"}[rnd.Intn(2)], "30", strconv.Itoa(rnd.Intn(100_000)))
+					cmd.DB = []int{0, 1, -1, NumDBs}[rnd.Intn(4)]
+					b = append(b, cmd)
+				}
+				db = b[len(b)-1].DB
 			default:
 				name := []string{"BITSETEX", "bitpsetex"}[rnd.Intn(2)]
 				ttl := ttls[rnd.Intn(len(ttls))]
