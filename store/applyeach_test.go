@@ -99,10 +99,11 @@ func TestApplyEachAnswersEachBatch(t *testing.T) {
 }
 
 // TestHeartbeatRunsAreCommands checks that a pipeline in which one-offset
-// BITSETEX and BITPSETEX commands follow each other on one key, as
-// heartbeats do, applied as one batch (where execAll applies such runs
-// together), gives the replies, events and state of the same commands
-// applied one at a time: bad offsets and TTLs inside runs, runs that
+// BITSETEX and BITPSETEX commands, or SETBITs under bit-TTL rules, follow
+// each other on one key, as heartbeats do, applied as one batch (where
+// execAll applies such runs together), gives the replies, events and
+// state of the same commands applied one at a time: bad offsets, values
+// and TTLs inside runs, rules that change between runs, runs that
 // create their key or find it expired, runs broken by other commands on
 // the key or in databases that do not exist, and heartbeats on keys at
 // random included.
@@ -129,7 +130,7 @@ func TestHeartbeatRunsAreCommands(t *testing.T) {
 		for len(b) < 200 {
 			key := []string{"a", "b"}[rnd.Intn(2)]
 			db := rnd.Intn(2)
-			switch rnd.Intn(10) {
+			switch rnd.Intn(12) {
 			case 0:
 				b = append(b, bmCommand("DEL", key))
 			case 1:
@@ -138,6 +139,24 @@ func TestHeartbeatRunsAreCommands(t *testing.T) {
 				b = append(b, bmCommand("BITSETEX", key, "1", "7", "8"))
 			case 3:
 				b = append(b, bmCommand("SETBIT", key, strconv.Itoa(rnd.Intn(100_000)), "0"))
+			case 5:
+				// Rules come and go: SETBIT 1 on a key a rule covers arms
+				// the bit.
+				rules := [][]string{{}, {"a", "30"}, {"*", "2"}, {"b", "60", "a", "1"}}[rnd.Intn(4)]
+				b = append(b, bmCommand(append([]string{"BITTTLRULES"}, rules...)...))
+			case 6:
+				for range 1 + rnd.Intn(70) {
+					off, val := strconv.Itoa(rnd.Intn(100_000)), "1"
+					switch rnd.Intn(30) {
+					case 0:
+						off = offsets[5+rnd.Intn(3)]
+					case 1:
+						val = []string{"0", "01", "x"}[rnd.Intn(3)]
+					}
+					cmd := bmCommand("SETBIT", key, off, val)
+					cmd.DB = db
+					b = append(b, cmd)
+				}
 			case 4:
 				// One-offset heartbeats on keys and databases at random,
 				// bad ones among them: windows warmArms reads ahead of.

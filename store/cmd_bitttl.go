@@ -136,18 +136,18 @@ func bitsetexHandler(unit int64) handler {
 }
 
 // execAll runs cmds on the write path, appending each reply to out. A
-// run of one-offset heartbeats on one key is applied as one (see
-// armRun); other commands go in windows of up to warmChunk, whose timer
-// blocks are warmed before they run (see warmArms).
+// run of heartbeats on one key is applied as one (see armRun); other
+// commands go in windows of up to warmChunk, whose timer blocks are
+// warmed before they run (see warmArms).
 func (c *ctx) execAll(cmds []Command, out *Replies) {
 	for len(cmds) > 0 {
-		if n := armRunLen(cmds); n > 1 {
+		if n := c.armRunLen(cmds); n > 1 {
 			c.armRun(cmds[:n], out)
 			cmds = cmds[n:]
 			continue
 		}
 		n := 1
-		for n < min(len(cmds), warmChunk) && armRunLen(cmds[n:]) < 2 {
+		for n < min(len(cmds), warmChunk) && c.armRunLen(cmds[n:]) < 2 {
 			n++
 		}
 		window := cmds[:n]
@@ -160,53 +160,80 @@ func (c *ctx) execAll(cmds []Command, out *Replies) {
 	}
 }
 
-// armRunLen returns the length of the run at the start of cmds that
-// armRun applies together: BITSETEX (or BITPSETEX) commands of one
-// offset each, on one key of one database, with the same TTL argument,
-// as a client's pipeline of heartbeats is. It returns 0 or 1 where no
-// such run starts.
-func armRunLen(cmds []Command) int {
+// armRunLen returns the length of the run of heartbeats at the start of
+// cmds that armRun applies together, as a client's pipeline sends them:
+// BITSETEX (or BITPSETEX) commands of one offset each with the same TTL
+// argument, or SETBITs to 1 under a bit-TTL rule, all of one kind and on
+// one key of one database. It returns 0 or 1 where no such run starts.
+func (c *ctx) armRunLen(cmds []Command) int {
 	first := cmds[0]
-	if len(first.Args) != 4 || !isBitsetex(first) || first.DB < 0 || first.DB >= NumDBs {
+	if len(first.Args) != 4 || first.DB < 0 || first.DB >= NumDBs {
 		return 0
 	}
-	name := "bitsetex"
-	if !first.is(name) {
+	var name string
+	switch {
+	case first.is("bitsetex"):
+		name = "bitsetex"
+	case first.is("bitpsetex"):
 		name = "bitpsetex"
+	case first.is("setbit") && ruleSetbit(first) && c.ruleTTL(first.Args[1]) > 0:
+		name = "setbit"
+	default:
+		return 0
 	}
 	n := 1
-	for ; n < len(cmds); n++ {
-		cmd := cmds[n]
-		if cmd.DB != first.DB || len(cmd.Args) != 4 || !cmd.is(name) ||
-			!bytes.Equal(cmd.Args[1], first.Args[1]) || !bytes.Equal(cmd.Args[2], first.Args[2]) {
-			break
-		}
+	for n < len(cmds) && sameRun(first, cmds[n], name) {
+		n++
 	}
 	return n
 }
 
+// sameRun reports whether cmd continues a run of heartbeats that first,
+// a command called name, starts (see armRunLen).
+func sameRun(first, cmd Command, name string) bool {
+	if cmd.DB != first.DB || len(cmd.Args) != 4 || !cmd.is(name) || !bytes.Equal(cmd.Args[1], first.Args[1]) {
+		return false
+	}
+	if name == "setbit" {
+		return ruleSetbit(cmd)
+	}
+	return bytes.Equal(cmd.Args[2], first.Args[2])
+}
+
+// ruleSetbit reports whether cmd, a SETBIT, sets its bit to 1, which a
+// bit-TTL rule covering its key arms.
+func ruleSetbit(cmd Command) bool {
+	return string(cmd.Args[3]) == "1"
+}
+
 // armRun applies a run of heartbeats (see armRunLen) as exec would apply
 // them one after another, with the same replies and the same state, but
-// reads the TTL, looks the key up, schedules its expiry and marks it for
+// finds the TTL, looks the key up, schedules its expiry and marks it for
 // history once for the run, and warms the timer blocks of each chunk of
 // warmChunk offsets before arming them.
 func (c *ctx) armRun(cmds []Command, out *Replies) {
 	first := cmds[0]
 	key := first.Args[1]
 	c.db, c.dbIndex = c.s.mu.dbs[first.DB], first.DB
-	unit := int64(1000)
-	if first.is("bitpsetex") {
-		unit = 1
-	}
-	ttl, ok := proto.ParseInt(first.Args[2])
-	at, valid := expireAt(ttl, unit, true, c.now)
-	if !ok || !valid || at > maxDeadline {
-		// Every command of the run fails the same way: exec says how.
-		for _, cmd := range cmds {
-			c.exec(cmd)
-			out.Ends = append(out.Ends, out.Len())
+	at, offArg, setbit := int64(0), 3, first.is("setbit")
+	if setbit {
+		at, offArg = c.ruleDeadline(c.ruleTTL(key)), 2
+	} else {
+		unit := int64(1000)
+		if first.is("bitpsetex") {
+			unit = 1
 		}
-		return
+		ttl, ok := proto.ParseInt(first.Args[2])
+		var valid bool
+		at, valid = expireAt(ttl, unit, true, c.now)
+		if !ok || !valid || at > maxDeadline {
+			// Every command of the run fails the same way: exec says how.
+			for _, cmd := range cmds {
+				c.exec(cmd)
+				out.Ends = append(out.Ends, out.Len())
+			}
+			return
+		}
 	}
 	e := c.get(key)
 	var offs [warmChunk]uint64
@@ -216,7 +243,7 @@ func (c *ctx) armRun(cmds []Command, out *Replies) {
 		var bad uint64 // bit i: chunk[i]'s offset is not valid
 		for i, cmd := range chunk {
 			var ok bool
-			if offs[i], ok = parseBitOffset(cmd.Args[3]); !ok {
+			if offs[i], ok = parseBitOffset(cmd.Args[offArg]); !ok {
 				bad |= 1 << i
 			}
 		}
@@ -224,18 +251,19 @@ func (c *ctx) armRun(cmds []Command, out *Replies) {
 			e.v.t.warm(offs[:len(chunk)])
 		}
 		for i := range chunk {
-			switch {
-			case bad&(1<<i) != 0:
+			if bad&(1<<i) != 0 {
 				c.w.Error(proto.ErrBitOffset)
-			default:
+			} else {
 				if e == nil {
 					e = c.put(key, value{})
 				}
-				joined := int64(0)
-				if c.setArmed(e, key, offs[i], at) {
-					joined = 1
+				// BITSETEX replies whether the bit joined, SETBIT with
+				// the bit's old value.
+				if c.setArmed(e, key, offs[i], at) != setbit {
+					c.w.Int(1)
+				} else {
+					c.w.Int(0)
 				}
-				c.w.Int(joined)
 			}
 			out.Ends = append(out.Ends, out.Len())
 		}
