@@ -176,7 +176,12 @@ func (c *ctx) armRunLen(cmds []Command) int {
 		name = "bitsetex"
 	case first.is("bitpsetex"):
 		name = "bitpsetex"
-	case first.is("setbit") && ruleSetbit(first) && c.ruleTTL(first.Args[1]) > 0:
+	case first.is("setbit") && ruleSetbit(first):
+		// The rule is looked up only where a run could start: a lone
+		// SETBIT pays for it once, in setbit.
+		if len(cmds) < 2 || !sameRun(first, cmds[1], "setbit") || c.ruleTTL(first.Args[1]) == 0 {
+			return 0
+		}
 		name = "setbit"
 	default:
 		return 0
