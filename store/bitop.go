@@ -142,7 +142,7 @@ func (v *value) bitmapView() *roaring.Bitmap {
 	if v.bm != nil {
 		return v.bm
 	}
-	return bitmapOf(v.raw, 0)
+	return bitmapOf(v.raw)
 }
 
 // fold combines srcs pairwise with f into a new bitmap. It uses roaring's

@@ -50,7 +50,7 @@ func putString(s *Store, rnd *rand.Rand, key string, b []byte) {
 		putRaw(s, key, b)
 		return
 	}
-	v := value{bm: bitmapOf(b, 0), n: int64(len(b))}
+	v := value{bm: bitmapOf(b), n: int64(len(b))}
 	if rnd.Intn(2) == 0 {
 		v.bm.RunOptimize()
 	}
@@ -83,7 +83,7 @@ func TestBitopOpsKeepSources(t *testing.T) {
 		for i := range strs {
 			strs[i] = randomBits(rnd)
 			n = max(n, len(strs[i]))
-			srcs[i] = bitmapOf(strs[i], 0)
+			srcs[i] = bitmapOf(strs[i])
 			if rnd.Intn(2) == 0 {
 				srcs[i].RunOptimize()
 			}

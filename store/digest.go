@@ -63,7 +63,7 @@ func (d *digester) entry(e *entry) {
 	d.int(e.v.length())
 	bm := e.v.bm
 	if bm == nil {
-		bm = bitmapOf(e.v.raw, 0)
+		bm = bitmapOf(e.v.raw)
 	}
 	d.bits(bm)
 	d.timers(e.v.t)

@@ -395,5 +395,5 @@ func (s *Store) bitmapOf(db int, key string) (*roaring.Bitmap, uint64) {
 	case e.v.bm != nil:
 		return share(e.v.bm), uint64(e.v.n)
 	}
-	return bitmapOf(e.v.raw, 0), uint64(len(e.v.raw))
+	return bitmapOf(e.v.raw), uint64(len(e.v.raw))
 }

@@ -249,7 +249,7 @@ func (mt *histModelTest) del() hmOp {
 // keyOf returns a model key holding raw bytes b.
 func keyOf(b []byte) *hmKey {
 	k := &hmKey{bits: map[uint32]int64{}, n: int64(len(b))}
-	for _, off := range bitmapOf(b, 0).ToArray() {
+	for _, off := range bitmapOf(b).ToArray() {
 		k.bits[off] = 0
 	}
 	return k

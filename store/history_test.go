@@ -140,7 +140,7 @@ advance +100
 // history keeps no recording state.
 func TestHistoryRecordsEveryKeyWhenStarting(t *testing.T) {
 	var bm bytes.Buffer
-	if _, err := bitmapOf([]byte{0x80, 0x01}, 0).WriteTo(&bm); err != nil {
+	if _, err := bitmapOf([]byte{0x80, 0x01}).WriteTo(&bm); err != nil {
 		t.Fatal(err)
 	}
 	b := append([]byte(snapshotMagic), 2, 0, 0, 0)

@@ -120,33 +120,47 @@ func (v *value) toBitmap() {
 	if v.bm != nil {
 		return
 	}
-	v.bm = bitmapOf(v.raw, 0)
+	v.bm = bitmapOf(v.raw)
 	v.n = int64(len(v.raw))
 	v.raw = nil
 }
 
-// bitmapOf returns the set bits of b, shifted by base bits.
-func bitmapOf(b []byte, base uint64) *roaring.Bitmap {
+// bitmapOf returns the set bits of the string b as a bitmap.
+func bitmapOf(b []byte) *roaring.Bitmap {
 	bm := roaring.New()
-	addBytes(bm, b, base)
+	bm.FromDense(denseWords(b, 0), true)
 	return bm
 }
 
-// addBytes adds the set bits of b to bm, bit 0 of b being base.
+// addBytes adds the set bits of b to bm, bit 0 of b being base, a
+// multiple of 8.
 func addBytes(bm *roaring.Bitmap, b []byte, base uint64) {
-	var batch []uint32
-	for i, c := range b {
-		for c != 0 {
-			lz := bits.LeadingZeros8(c)
-			batch = append(batch, uint32(base+uint64(i)*8+uint64(lz)))
-			c &^= 0x80 >> lz
-		}
-		if len(batch) >= 4096 {
-			bm.AddMany(batch)
-			batch = batch[:0]
-		}
+	start := base &^ (1<<16 - 1) // the first bit of base's container
+	add := roaring.New()
+	add.FromDense(denseWords(b, (base-start)/8), false)
+	if start > 0 {
+		add = roaring.AddOffset64(add, int64(start))
 	}
-	bm.AddMany(batch)
+	bm.Or(add)
+}
+
+// denseWords lays the bits of the string b out as roaring's dense words
+// (bit i in word i/64 at bit i%64), after skip zero bytes. A string's bit
+// 0 is its first byte's most significant bit, so a big-endian word of the
+// string, reversed, is a dense word.
+func denseWords(b []byte, skip uint64) []uint64 {
+	words := make([]uint64, (skip+uint64(len(b))+7)/8)
+	i := 0
+	for ; skip%8 != 0 && i < len(b); i, skip = i+1, skip+1 {
+		words[skip/8] |= uint64(bits.Reverse8(b[i])) << (8 * (skip % 8))
+	}
+	for ; i+8 <= len(b); i, skip = i+8, skip+8 {
+		words[skip/8] = bits.Reverse64(binary.BigEndian.Uint64(b[i:]))
+	}
+	for ; i < len(b); i, skip = i+1, skip+1 {
+		words[skip/8] |= uint64(bits.Reverse8(b[i])) << (8 * (skip % 8))
+	}
+	return words
 }
 
 // getBit reports bit off of the string (0 beyond its end).
