@@ -150,15 +150,14 @@ func addBytes(bm *roaring.Bitmap, b []byte, base uint64) {
 // string, reversed, is a dense word.
 func denseWords(b []byte, skip uint64) []uint64 {
 	words := make([]uint64, (skip+uint64(len(b))+7)/8)
-	i := 0
-	for ; skip%8 != 0 && i < len(b); i, skip = i+1, skip+1 {
+	for i := 0; i < len(b); {
+		if skip%8 == 0 && i+8 <= len(b) {
+			words[skip/8] = bits.Reverse64(binary.BigEndian.Uint64(b[i:]))
+			i, skip = i+8, skip+8
+			continue
+		}
 		words[skip/8] |= uint64(bits.Reverse8(b[i])) << (8 * (skip % 8))
-	}
-	for ; i+8 <= len(b); i, skip = i+8, skip+8 {
-		words[skip/8] = bits.Reverse64(binary.BigEndian.Uint64(b[i:]))
-	}
-	for ; i < len(b); i, skip = i+1, skip+1 {
-		words[skip/8] |= uint64(bits.Reverse8(b[i])) << (8 * (skip % 8))
+		i, skip = i+1, skip+1
 	}
 	return words
 }
