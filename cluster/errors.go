@@ -39,6 +39,13 @@ var (
 	ErrNoLeader error = &replyError{"cluster: no leader",
 		"CLUSTERDOWN No leader is reachable from this node, retry later"}
 
+	// ErrBehind is returned for a linearizable read on a node that did
+	// not apply, within Config.LeaderWait, the writes the read must see:
+	// its state machine is slow, or it is catching up with the leader.
+	// Nothing was read; the leader was reachable.
+	ErrBehind error = &replyError{"cluster: behind the leader",
+		"LOADING This node is still applying the writes this read must see, retry later"}
+
 	// ErrClosed is returned for a write submitted to a closed node. The
 	// write was not applied.
 	ErrClosed error = &replyError{"cluster: closed",

@@ -40,6 +40,7 @@ type testNode struct {
 	addr  raft.ServerAddress
 	trans *raft.InmemTransport
 	st    *store.Store
+	sm    *gatedMachine // tn.st as the node applies to it, to hold an Apply
 	node  *Node
 	dead  bool
 	cut   bool // isolated: no raft traffic and no peer calls to or from it
@@ -89,7 +90,8 @@ func (c *testCluster) start(tn *testNode, bootstrap bool, configure func(*Config
 	if configure != nil {
 		configure(&cfg)
 	}
-	node, err := Open(cfg, FromStore(tn.st), &Network{Raft: tn.trans, Peers: testPeers{c, tn}})
+	tn.sm = newGatedMachine(FromStore(tn.st))
+	node, err := Open(cfg, tn.sm, &Network{Raft: tn.trans, Peers: testPeers{c, tn}})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -637,7 +637,9 @@ func (n *Node) followerReadIndex() (uint64, error) {
 // acknowledged before the call, by any node: reads after it are
 // linearizable. It asks the leader for a read index (this node's own if it
 // leads) and waits until the store has applied it. Concurrent calls share
-// the request to the leader.
+// the request to the leader. It fails with ErrNoLeader when no leader
+// could be asked, and with ErrBehind when the store did not apply the
+// index within Config.LeaderWait.
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	if n.raft.State() == raft.Leader {
 		// The common case, without a timer: the leader's own round is
@@ -668,7 +670,7 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 		return err
 	}
 	if err := n.fsm.applied.wait(ctx, index); err != nil {
-		return ErrNoLeader
+		return ErrBehind
 	}
 	return nil
 }

@@ -302,7 +302,8 @@ func TestBadEntrySkipped(t *testing.T) {
 }
 
 // gatedMachine holds the first Apply after it is armed until released, so
-// a test can line up callers behind an entry in flight.
+// a test can line up callers behind an entry in flight, or keep a node
+// behind the others.
 type gatedMachine struct {
 	StateMachine
 	armed   atomic.Bool
@@ -319,6 +320,10 @@ func (g *gatedMachine) Apply(cmds []store.Command, now int64, out *store.Replies
 func (g *gatedMachine) ApplyEach(now int64, batches [][]store.Command, outs []*store.Replies, done func(i int)) {
 	g.gate()
 	g.StateMachine.ApplyEach(now, batches, outs, done)
+}
+
+func newGatedMachine(sm StateMachine) *gatedMachine {
+	return &gatedMachine{StateMachine: sm, blocked: make(chan struct{}), release: make(chan struct{})}
 }
 
 // gate holds the first call after the machine is armed until released.
@@ -371,7 +376,7 @@ func TestGroupCommit(t *testing.T) {
 // entries proposed before the callers'.
 func lineUp(t *testing.T, callers int, configure func(*Config)) (*Node, []store.Replies, uint64) {
 	t.Helper()
-	g := &gatedMachine{StateMachine: FromStore(store.New()), blocked: make(chan struct{}), release: make(chan struct{})}
+	g := newGatedMachine(FromStore(store.New()))
 	cfg := testConfig("solo")
 	cfg.Bootstrap = true
 	cfg.MaxInflight = 1
@@ -676,6 +681,8 @@ func TestErrorsReply(t *testing.T) {
 		ErrNotLeader:      "TRYAGAIN ",
 		ErrUnknownOutcome: "UNCERTAIN ",
 		ErrClosed:         "CLUSTERDOWN ",
+		ErrNoLeader:       "CLUSTERDOWN ",
+		ErrBehind:         "LOADING ",
 		outcomeError(errors.New("raft: leadership lost")): "UNCERTAIN ",
 	} {
 		if got := redisError(err); !strings.HasPrefix(got, prefix) || strings.ContainsAny(got, "\r\n") {

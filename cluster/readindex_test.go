@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,6 +192,48 @@ func TestReadBarrierOnFollower(t *testing.T) {
 		if err := l.node.Apply([]store.Command{cmd(0, "DEL", "b")}, &out); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestReadBarrierBehind holds a follower's state machine while the
+// leader commits a write: the follower's ReadBarrier fails with
+// ErrBehind (a LOADING reply) within LeaderWait, not with an error that
+// blames the leader; released, it passes and the write is there.
+func TestReadBarrierBehind(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.LeaderWait = 500 * time.Millisecond })
+	l := c.leader()
+	f := c.nodes[0]
+	if f == l {
+		f = c.nodes[1]
+	}
+	f.sm.armed.Store(true)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(f.sm.release)
+		}
+	}
+	defer release()
+	var out store.Replies
+	if err := l.node.Apply([]store.Command{cmd(0, "SET", "k", "v")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	<-f.sm.blocked
+	begin := time.Now()
+	err := f.node.ReadBarrier(c.ctx)
+	if took, wait := time.Since(begin), f.node.Config().LeaderWait; took > wait+time.Second {
+		t.Errorf("ReadBarrier on a follower behind took %v, LeaderWait is %v", took, wait)
+	}
+	if !errors.Is(err, ErrBehind) || !strings.HasPrefix(redisError(err), "LOADING ") {
+		t.Fatalf("ReadBarrier on a follower behind: %v (%q), want ErrBehind", err, redisError(err))
+	}
+	release()
+	if err := f.node.ReadBarrier(c.ctx); err != nil {
+		t.Fatalf("ReadBarrier once the follower may apply: %v", err)
+	}
+	if got := read(f.st, cmd(0, "GET", "k"))[0]; got != "$1\r\nv\r\n" {
+		t.Errorf("the follower reads %q after ReadBarrier", got)
 	}
 }
 

@@ -60,8 +60,8 @@ type history struct {
 	records []record
 	events  []event
 	// unexpected holds error replies that are neither TRYAGAIN,
-	// CLUSTERDOWN nor UNCERTAIN, to writes and to reads: the workload
-	// should never provoke one.
+	// CLUSTERDOWN, LOADING nor UNCERTAIN, to writes and to reads: the
+	// workload should never provoke one.
 	unexpected [2][]string
 }
 
@@ -108,7 +108,7 @@ func classify(err error) (outcome, string) {
 	if errors.As(err, &re) {
 		code, _, _ := strings.Cut(err.Error(), " ")
 		switch code {
-		case "TRYAGAIN", "CLUSTERDOWN":
+		case "TRYAGAIN", "CLUSTERDOWN", "LOADING":
 			return failed, code
 		case "UNCERTAIN":
 			return unknown, code
