@@ -641,23 +641,20 @@ func (n *Node) followerReadIndex() (uint64, error) {
 // could be asked, and with ErrBehind when the store did not apply the
 // index within Config.LeaderWait.
 func (n *Node) ReadBarrier(ctx context.Context) error {
+	var index uint64
+	err := ErrNotLeader
 	if n.raft.State() == raft.Leader {
 		// The common case, without a timer: the leader's own round is
 		// bounded (by LeaderWait and the leader lease), and the store
 		// has usually applied the commit index already.
-		index, err := n.leaderReads.do(ctx)
+		index, err = n.leaderReads.do(ctx)
 		if err == nil && n.fsm.applied.get() >= index {
 			return nil
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.LeaderWait)
 	defer cancel()
-	reads := &n.followerReads
-	if n.raft.State() == raft.Leader {
-		reads = &n.leaderReads
-	}
-	index, err := reads.do(ctx)
-	if err == ErrNotLeader && reads == &n.leaderReads {
+	if err == ErrNotLeader {
 		index, err = n.followerReads.do(ctx)
 	}
 	if err != nil {

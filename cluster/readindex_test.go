@@ -195,10 +195,11 @@ func TestReadBarrierOnFollower(t *testing.T) {
 	}
 }
 
-// TestReadBarrierBehind holds a follower's state machine while the
-// leader commits a write: the follower's ReadBarrier fails with
-// ErrBehind (a LOADING reply) within LeaderWait, not with an error that
-// blames the leader; released, it passes and the write is there.
+// TestReadBarrierBehind holds a node's state machine while the leader
+// commits a write, on a follower and then on the leader itself: the
+// node's ReadBarrier fails with ErrBehind (a LOADING reply) within
+// LeaderWait, not with an error that blames the leader; released, it
+// passes and the write is there.
 func TestReadBarrierBehind(t *testing.T) {
 	c := newTestCluster(t, 3, func(cfg *Config) { cfg.LeaderWait = 500 * time.Millisecond })
 	l := c.leader()
@@ -206,34 +207,45 @@ func TestReadBarrierBehind(t *testing.T) {
 	if f == l {
 		f = c.nodes[1]
 	}
-	f.sm.armed.Store(true)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(f.sm.release)
+	for i, n := range []*testNode{f, l} {
+		n.sm.armed.Store(true)
+		released := false
+		release := func() {
+			if !released {
+				released = true
+				close(n.sm.release)
+			}
 		}
-	}
-	defer release()
-	var out store.Replies
-	if err := l.node.Apply([]store.Command{cmd(0, "SET", "k", "v")}, &out); err != nil {
-		t.Fatal(err)
-	}
-	<-f.sm.blocked
-	begin := time.Now()
-	err := f.node.ReadBarrier(c.ctx)
-	if took, wait := time.Since(begin), f.node.Config().LeaderWait; took > wait+time.Second {
-		t.Errorf("ReadBarrier on a follower behind took %v, LeaderWait is %v", took, wait)
-	}
-	if !errors.Is(err, ErrBehind) || !strings.HasPrefix(redisError(err), "LOADING ") {
-		t.Fatalf("ReadBarrier on a follower behind: %v (%q), want ErrBehind", err, redisError(err))
-	}
-	release()
-	if err := f.node.ReadBarrier(c.ctx); err != nil {
-		t.Fatalf("ReadBarrier once the follower may apply: %v", err)
-	}
-	if got := read(f.st, cmd(0, "GET", "k"))[0]; got != "$1\r\nv\r\n" {
-		t.Errorf("the follower reads %q after ReadBarrier", got)
+		defer release()
+		v := strconv.Itoa(i)
+		applied := make(chan error, 1)
+		go func() { applied <- l.node.Apply([]store.Command{cmd(0, "SET", "k", v)}, new(store.Replies)) }()
+		if n != l {
+			if err := <-applied; err != nil {
+				t.Fatal(err)
+			}
+		}
+		<-n.sm.blocked
+		begin := time.Now()
+		err := n.node.ReadBarrier(c.ctx)
+		if took, wait := time.Since(begin), n.node.Config().LeaderWait; took > wait+time.Second {
+			t.Errorf("ReadBarrier on %s, behind, took %v; LeaderWait is %v", n.id, took, wait)
+		}
+		if !errors.Is(err, ErrBehind) || !strings.HasPrefix(redisError(err), "LOADING ") {
+			t.Fatalf("ReadBarrier on %s, behind: %v (%q), want ErrBehind", n.id, err, redisError(err))
+		}
+		release()
+		if n == l {
+			if err := <-applied; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := n.node.ReadBarrier(c.ctx); err != nil {
+			t.Fatalf("ReadBarrier on %s once it may apply: %v", n.id, err)
+		}
+		if got, want := read(n.st, cmd(0, "GET", "k"))[0], "$1\r\n"+v+"\r\n"; got != want {
+			t.Errorf("%s reads %q after ReadBarrier, want %q", n.id, got, want)
+		}
 	}
 }
 
