@@ -160,3 +160,39 @@ func TestRecordBitmapWithFlips(t *testing.T) {
 		t.Fatalf("snapshot kinds %v, want %v (full %d, xor %d)", got, want, snapFull, snapXor)
 	}
 }
+
+// TestRecordString records strings as snapshots, whole and as the base of
+// changes, and reads back the bits a string holds (bit 7-i%8 of byte i/8
+// is bit i) and its length.
+func TestRecordString(t *testing.T) {
+	h := mustOpen(t, testConfig(t, "1m:1d"))
+	ts := t0
+	for _, raw := range [][]byte{{}, {0x80}, {0x01, 0xff, 0}, bytes.Repeat([]byte{0xa5}, 8193)} {
+		ts += 100
+		want := roaring.New()
+		for i := range uint32(len(raw)) * 8 {
+			if raw[i/8]&(0x80>>(i%8)) != 0 {
+				want.Add(i)
+			}
+		}
+		h.RecordString(ts, 0, "k", bytes.Clone(raw))
+		h.Advance(ts)
+		if err := h.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		checkBitmapAt(t, h, ts, want)
+		if _, n, _ := h.BitmapAt(0, "k", ts); n != uint64(len(raw)) {
+			t.Fatalf("a string of %d bytes read back as %d", len(raw), n)
+		}
+		// Changes on top of it.
+		next := roaring.Or(want, roaring.BitmapOf(3, 70000))
+		if !h.RecordChanges(ts+50, 0, "k", next, 70000/8+1, roaring.Xor(want, next), ts) {
+			t.Fatalf("changes on top of a string of %d bytes refused", len(raw))
+		}
+		h.Advance(ts + 50)
+		if err := h.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		checkBitmapAt(t, h, ts+50, next)
+	}
+}

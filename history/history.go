@@ -5,12 +5,14 @@
 // retention tiers.
 //
 // A History is a store.HistorySink: the store calls RecordCount,
-// RecordBitmap, RecordChanges, Advance and Purge in log order with its
-// write lock held. A snapshot comes either whole (RecordBitmap, a private
-// copy of the bitmap) or, once the History holds the key's previous
-// snapshot, as the bits changed since then (RecordChanges), which the
-// writer stores as the snapshot's XOR without reading the bitmap: so a
-// snapshot of a large key costs in proportion to its changes. These calls
+// RecordBitmap, RecordChanges, RecordString, Advance and Purge in log
+// order with its write lock held. A snapshot comes either whole
+// (RecordBitmap, a private copy of the bitmap; RecordString, a copy of a
+// string's bytes, whose bitmap the writer makes) or, once the History
+// holds the key's previous snapshot, as the bits changed since then
+// (RecordChanges), which the writer stores as the snapshot's XOR without
+// reading the bitmap: so a snapshot of a large key costs in proportion to
+// its changes. These calls
 // only queue; one writer goroutine writes each drained batch in one
 // bbolt transaction, and compacts (retention) between batches in small
 // transactions. All writes are idempotent: recording a (key, time) again, as
@@ -88,7 +90,8 @@ type op struct {
 	ts      int64
 	series  string
 	count   uint64
-	bm      *roaring.Bitmap
+	bm      *roaring.Bitmap // opBitmap: the bitmap, or nil to make it from raw
+	raw     []byte          // opBitmap without bm: a string whose set bits are the bitmap
 	byteLen uint64
 	flips   *roaring.Bitmap // opChanges, opBitmap (may be nil): the bits changed since the snapshot at since
 	since   int64
@@ -269,6 +272,15 @@ func (h *History) RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap,
 		size += int64(flips.GetSizeInBytes())
 	}
 	h.enqueue(op{kind: opBitmap, ts: ts, series: seriesName(db, key), bm: bm, byteLen: byteLen, flips: flips, since: since}, size)
+}
+
+// RecordString records the key's whole bitmap as of boundary ts: the set
+// bits of the string raw, read as bitstr.Bitmap does by the writer, away
+// from the caller. The History owns raw from then on.
+func (h *History) RecordString(ts int64, db int, key string, raw []byte) {
+	if len(key) <= maxKeyLen {
+		h.enqueue(op{kind: opBitmap, ts: ts, series: seriesName(db, key), raw: raw, byteLen: uint64(len(raw))}, 64+int64(len(raw)))
+	}
 }
 
 // RecordChanges records the key's bitmap as of boundary ts, bm, as its

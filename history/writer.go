@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/presenced/presenced/internal/bitstr"
 )
 
 // writer is the one goroutine that writes the file. Its fields are only
@@ -282,7 +284,11 @@ func (w *writer) encode(s *seriesState, o *op) (v []byte, idx uint32, err error)
 				return nil, 0, err
 			}
 		}
-		return encodeSnap(d, s.snapIdx, o.bm, o.byteLen, w.h.cfg.FullEvery)
+		bm := o.bm
+		if bm == nil {
+			bm = bitstr.Bitmap(o.raw)
+		}
+		return encodeSnap(d, s.snapIdx, bm, o.byteLen, w.h.cfg.FullEvery)
 	}
 	if s.snapTs != o.since {
 		return nil, 0, fmt.Errorf("history: changes to %s since %d, but its last snapshot is at %d", o.series, o.since, s.snapTs)

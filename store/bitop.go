@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/presenced/presenced/internal/bitstr"
 	"github.com/presenced/presenced/proto"
 )
 
@@ -142,7 +143,7 @@ func (v *value) bitmapView() *roaring.Bitmap {
 	if v.bm != nil {
 		return v.bm
 	}
-	return bitmapOf(v.raw)
+	return bitstr.Bitmap(v.raw)
 }
 
 // fold combines srcs pairwise with f into a new bitmap. It uses roaring's

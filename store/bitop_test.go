@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/presenced/presenced/internal/bitstr"
 	"github.com/presenced/presenced/proto"
 )
 
@@ -50,7 +51,7 @@ func putString(s *Store, rnd *rand.Rand, key string, b []byte) {
 		putRaw(s, key, b)
 		return
 	}
-	v := value{bm: bitmapOf(b), n: int64(len(b))}
+	v := value{bm: bitstr.Bitmap(b), n: int64(len(b))}
 	if rnd.Intn(2) == 0 {
 		v.bm.RunOptimize()
 	}
@@ -83,7 +84,7 @@ func TestBitopOpsKeepSources(t *testing.T) {
 		for i := range strs {
 			strs[i] = randomBits(rnd)
 			n = max(n, len(strs[i]))
-			srcs[i] = bitmapOf(strs[i])
+			srcs[i] = bitstr.Bitmap(strs[i])
 			if rnd.Intn(2) == 0 {
 				srcs[i].RunOptimize()
 			}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/presenced/presenced/internal/bitstr"
 )
 
 // TestBitTimerReplies pins down the replies and error texts of the
@@ -204,7 +206,7 @@ func TestBitTimerSnapshot(t *testing.T) {
 // persistent.
 func TestBitTimerSnapshotVersion1(t *testing.T) {
 	var bm bytes.Buffer
-	if _, err := bitmapOf([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08}).WriteTo(&bm); err != nil {
+	if _, err := bitstr.Bitmap([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08}).WriteTo(&bm); err != nil {
 		t.Fatal(err)
 	}
 	b := append([]byte(snapshotMagic), 1, 0, 0, 0)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cespare/xxhash/v2"
+	"github.com/presenced/presenced/internal/bitstr"
 )
 
 // Digest returns a hash of the store's logical state: the log time and,
@@ -63,7 +64,7 @@ func (d *digester) entry(e *entry) {
 	d.int(e.v.length())
 	bm := e.v.bm
 	if bm == nil {
-		bm = bitmapOf(e.v.raw)
+		bm = bitstr.Bitmap(e.v.raw)
 	}
 	d.bits(bm)
 	d.timers(e.v.t)

@@ -75,6 +75,10 @@ type HistorySink interface {
 	// one at since, or it wants a full one), which the store then gives
 	// it with RecordBitmap.
 	RecordChanges(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64, flips *roaring.Bitmap, since int64) bool
+	// RecordString records the key's whole bitmap as of boundary ts, the
+	// set bits of the string raw (a private copy the sink owns), which
+	// the sink reads as bitstr.Bitmap does, away from the apply path.
+	RecordString(ts int64, db int, key string, raw []byte)
 	// Advance says every point stamped at or before boundary ts has been
 	// recorded.
 	Advance(ts int64)
@@ -334,21 +338,25 @@ func (s *Store) recordCounts(h *history, b int64) {
 // recordBitmaps records the bitmap of every key changed since its last
 // snapshot at boundary b, as the bits changed since that snapshot when its
 // value followed them and the sink can take them (no copy of the bitmap is
-// shared then, so writes do not copy its containers afterwards), and
-// empties the snapshot sets.
+// shared then, so writes do not copy its containers afterwards), a string
+// as a copy of its bytes (the sink makes their bitmap off the apply path),
+// and empties the snapshot sets.
 func (s *Store) recordBitmaps(h *history, b int64) {
 	r := &s.mu.rec
 	for db, m := range r.snap {
 		for _, key := range sortedKeys(m) {
 			flips, since := s.takeChanges(db, key, b)
-			if flips != nil {
-				v := &s.mu.dbs[db].keys[key].v
-				if h.sink.RecordChanges(b, db, key, v.bm, uint64(v.n), flips, since) {
-					continue
-				}
+			e := s.mu.dbs[db].keys[key]
+			switch {
+			case flips != nil && h.sink.RecordChanges(b, db, key, e.v.bm, uint64(e.v.n), flips, since):
+				// recorded as its changes
+			case e == nil:
+				h.sink.RecordBitmap(b, db, key, roaring.New(), 0, flips, since)
+			case e.v.bm == nil:
+				h.sink.RecordString(b, db, key, slices.Clone(e.v.raw))
+			default:
+				h.sink.RecordBitmap(b, db, key, share(e.v.bm), uint64(e.v.n), flips, since)
 			}
-			bm, n := s.bitmapOf(db, key)
-			h.sink.RecordBitmap(b, db, key, bm, n, flips, since)
 		}
 		clear(m)
 	}
@@ -383,17 +391,4 @@ func (s *Store) countOf(db int, key string) uint64 {
 		n += bits.OnesCount8(c)
 	}
 	return uint64(n)
-}
-
-// bitmapOf returns a private copy of key's bits in database db and its
-// byte length; an empty bitmap and 0 when the key is absent.
-func (s *Store) bitmapOf(db int, key string) (*roaring.Bitmap, uint64) {
-	e := s.mu.dbs[db].keys[key]
-	switch {
-	case e == nil:
-		return roaring.New(), 0
-	case e.v.bm != nil:
-		return share(e.v.bm), uint64(e.v.n)
-	}
-	return bitmapOf(e.v.raw), uint64(len(e.v.raw))
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/presenced/presenced/internal/bitstr"
 )
 
 // TestHistoryModel applies random batches at increasing log times to a
@@ -38,10 +39,11 @@ type recordingSink struct {
 	calls         []histCall
 	last          map[hmRef]snapAt // each key's newest snapshot
 	refuseChanges bool
-	changes       int // snapshots taken as changes
-	wrongLive     int // changes whose live bitmap was not the one they make
-	flipsChecked  int // whole bitmaps given with the changes since the last one
-	wrongFlips    int // those whose changes do not make them
+	changes       int      // snapshots taken as changes
+	wrongLive     int      // changes whose live bitmap was not the one they make
+	flipsChecked  int      // whole bitmaps given with the changes since the last one
+	wrongFlips    int      // those whose changes do not make them
+	strings       [][]byte // what RecordString received, as received
 }
 
 // checkChanges fails t if the store offered changes that do not make the
@@ -78,6 +80,11 @@ func (r *recordingSink) RecordBitmap(ts int64, db int, key string, bm *roaring.B
 		r.last = map[hmRef]snapAt{}
 	}
 	r.last[hmRef{db, key}] = snapAt{ts, bm.Clone()}
+}
+
+func (r *recordingSink) RecordString(ts int64, db int, key string, raw []byte) {
+	r.strings = append(r.strings, raw)
+	r.RecordBitmap(ts, db, key, bitstr.Bitmap(raw), uint64(len(raw)), nil, 0)
 }
 
 func (r *recordingSink) RecordChanges(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64, flips *roaring.Bitmap, since int64) bool {
@@ -249,8 +256,10 @@ func (mt *histModelTest) del() hmOp {
 // keyOf returns a model key holding raw bytes b.
 func keyOf(b []byte) *hmKey {
 	k := &hmKey{bits: map[uint32]int64{}, n: int64(len(b))}
-	for _, off := range bitmapOf(b).ToArray() {
-		k.bits[off] = 0
+	for off := range uint32(len(b)) * 8 {
+		if b[off/8]&(0x80>>(off%8)) != 0 {
+			k.bits[off] = 0
+		}
 	}
 	return k
 }

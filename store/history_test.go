@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/presenced/presenced/internal/bitstr"
 )
 
 // histStore returns a store recording into a new sink, after a first
@@ -134,13 +135,36 @@ advance +100
 `)
 }
 
+// TestHistoryRecordsStringBytes checks that a string key's snapshot goes
+// to the sink as a copy of its bytes, which the writes after the boundary
+// (SETRANGE and APPEND edit the bytes in place) leave as they were.
+func TestHistoryRecordsStringBytes(t *testing.T) {
+	s, sink := histStore(t, HistoryConfig{Interval: 100})
+	do(s, testNow+10, "SET k ab")
+	s.Apply(nil, testNow+100, &Replies{})
+	do(s, testNow+110, "SETRANGE k 0 z")
+	do(s, testNow+120, "APPEND k c")
+	s.Apply(nil, testNow+200, &Replies{})
+	checkCalls(t, sink, `
+count +100 0 k 6
+bitmap +100 0 k [1 2 7 9 10 14] 2
+advance +100
+count +200 0 k 12
+bitmap +200 0 k [1 2 3 4 6 9 10 14 17 18 22 23] 3
+advance +200
+`)
+	if len(sink.strings) != 2 || string(sink.strings[0]) != "ab" || string(sink.strings[1]) != "zbc" {
+		t.Fatalf("the sink holds %q, want the bytes at each boundary: ab, zbc", sink.strings)
+	}
+}
+
 // TestHistoryRecordsEveryKeyWhenStarting checks that a store whose
 // recording starts (a snapshot of version 2, or history turned on again)
 // records the present state of every key, and that a store without
 // history keeps no recording state.
 func TestHistoryRecordsEveryKeyWhenStarting(t *testing.T) {
 	var bm bytes.Buffer
-	if _, err := bitmapOf([]byte{0x80, 0x01}).WriteTo(&bm); err != nil {
+	if _, err := bitstr.Bitmap([]byte{0x80, 0x01}).WriteTo(&bm); err != nil {
 		t.Fatal(err)
 	}
 	b := append([]byte(snapshotMagic), 2, 0, 0, 0)
@@ -372,6 +396,8 @@ func (discardSink) Purge(int64, int, string)               {}
 
 func (discardSink) RecordBitmap(int64, int, string, *roaring.Bitmap, uint64, *roaring.Bitmap, int64) {
 }
+
+func (discardSink) RecordString(int64, int, string, []byte) {}
 
 func (discardSink) RecordChanges(int64, int, string, *roaring.Bitmap, uint64, *roaring.Bitmap, int64) bool {
 	return true

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/presenced/presenced/internal/bitstr"
 	"github.com/presenced/presenced/proto"
 )
 
@@ -120,46 +121,9 @@ func (v *value) toBitmap() {
 	if v.bm != nil {
 		return
 	}
-	v.bm = bitmapOf(v.raw)
+	v.bm = bitstr.Bitmap(v.raw)
 	v.n = int64(len(v.raw))
 	v.raw = nil
-}
-
-// bitmapOf returns the set bits of the string b as a bitmap.
-func bitmapOf(b []byte) *roaring.Bitmap {
-	bm := roaring.New()
-	bm.FromDense(denseWords(b, 0), true)
-	return bm
-}
-
-// addBytes adds the set bits of b to bm, bit 0 of b being base, a
-// multiple of 8.
-func addBytes(bm *roaring.Bitmap, b []byte, base uint64) {
-	start := base &^ (1<<16 - 1) // the first bit of base's container
-	add := roaring.New()
-	add.FromDense(denseWords(b, (base-start)/8), false)
-	if start > 0 {
-		add = roaring.AddOffset64(add, int64(start))
-	}
-	bm.Or(add)
-}
-
-// denseWords lays the bits of the string b out as roaring's dense words
-// (bit i in word i/64 at bit i%64), after skip zero bytes. A string's bit
-// 0 is its first byte's most significant bit, so a big-endian word of the
-// string, reversed, is a dense word.
-func denseWords(b []byte, skip uint64) []uint64 {
-	words := make([]uint64, (skip+uint64(len(b))+7)/8)
-	for i := 0; i < len(b); {
-		if skip%8 == 0 && i+8 <= len(b) {
-			words[skip/8] = bits.Reverse64(binary.BigEndian.Uint64(b[i:]))
-			i, skip = i+8, skip+8
-			continue
-		}
-		words[skip/8] |= uint64(bits.Reverse8(b[i])) << (8 * (skip % 8))
-		i, skip = i+1, skip+1
-	}
-	return words
 }
 
 // getBit reports bit off of the string (0 beyond its end).
@@ -266,7 +230,7 @@ func (v *value) refcount() int64 {
 // appendBytes appends b to the string, keeping its form.
 func (v *value) appendBytes(b []byte) {
 	if v.bm != nil {
-		addBytes(v.bm, b, uint64(v.n)*8)
+		bitstr.AddBytes(v.bm, b, uint64(v.n)*8)
 		v.n += int64(len(b))
 		v.ch = nil
 		return
@@ -282,7 +246,7 @@ func (v *value) setRange(off int64, b []byte) {
 	end := off + int64(len(b))
 	if v.bm != nil {
 		v.bm.RemoveRange(uint64(off)*8, uint64(end)*8)
-		addBytes(v.bm, b, uint64(off)*8)
+		bitstr.AddBytes(v.bm, b, uint64(off)*8)
 		v.n = max(v.n, end)
 		v.ch = nil
 		return
