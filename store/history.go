@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"maps"
 	"math"
-	"math/bits"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -386,9 +385,5 @@ func (s *Store) countOf(db int, key string) uint64 {
 	case e.v.bm != nil:
 		return e.v.bm.GetCardinality()
 	}
-	n := 0
-	for _, c := range e.v.raw {
-		n += bits.OnesCount8(c)
-	}
-	return uint64(n)
+	return uint64(popcount(e.v.raw))
 }
