@@ -12,28 +12,30 @@ import (
 // database by database, every stored key with its deadline and its value
 // as Redis sees it, a byte length and the positions of the set bits, and
 // the deadlines of the armed bits with the key's latest bit TTL; then the
-// bit-TTL rules. A
-// raw string and a bitmap holding the same bytes digest alike, and so do
-// stores that reached one state by different paths, so replicas that
-// applied the same log have equal digests. Keys whose deadline has passed
-// but that expiry has not removed yet count, as they are still part of
-// the state. The counters (Stats) and how Redis would encode a string
-// (OBJECT ENCODING) are not included. Digest reads every value under the
-// read lock: it is meant for tests and checks, not for hot paths.
-func (s *Store) Digest() uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+// bit-TTL rules. A raw string and a bitmap holding the same bytes digest
+// alike, and so do stores that reached one state by different paths, so
+// replicas that applied the same log have equal digests. Keys whose
+// deadline has passed but that expiry has not removed yet count, as they
+// are still part of the state. The counters (Stats) and how Redis would
+// encode a string (OBJECT ENCODING) are not included. It is the digest of
+// a Snapshot, which it takes: it reads every value, without a lock, after
+// holding the read lock for the copy.
+func (s *Store) Digest() uint64 { return s.Snapshot().Digest() }
+
+// Digest returns the digest (see Store.Digest) of the state the snapshot
+// copied. It reads every value: it is meant for checks, not hot paths,
+// and holds no lock of the store.
+func (sn *Snapshot) Digest() uint64 {
 	d := digester{h: xxhash.New()}
-	d.int(s.mu.now)
-	for _, db := range s.mu.dbs {
-		d.int(int64(len(db.keys)))
-		db.index.Scan(func(e *entry) bool {
-			d.entry(e)
-			return true
-		})
+	d.int(sn.now)
+	for _, entries := range sn.dbs {
+		d.int(int64(len(entries)))
+		for i := range entries {
+			d.entry(&entries[i])
+		}
 	}
-	d.int(int64(len(s.mu.bitRules)))
-	for _, r := range s.mu.bitRules {
+	d.int(int64(len(sn.rules)))
+	for _, r := range sn.rules {
 		d.str(r.Pattern)
 		d.int(r.TTL)
 	}
@@ -58,7 +60,7 @@ func (d *digester) str(s string) {
 	d.h.WriteString(s)
 }
 
-func (d *digester) entry(e *entry) {
+func (d *digester) entry(e *snapEntry) {
 	d.str(e.key)
 	d.int(e.expireAt)
 	d.int(e.v.length())

@@ -117,9 +117,14 @@ type snapEntry struct {
 // Snapshot copies the whole state under the read lock, so it is
 // consistent and never sees half a batch. It is quick: it only copies
 // memory (a bitmap's containers, a raw string's bytes into shared
-// chunks), and does no I/O; WriteTo encodes the copy afterwards without
-// holding any lock. Keys are immutable strings and are shared.
+// chunks), and does no I/O; WriteTo and Digest read the copy afterwards
+// without holding any lock. Keys are immutable strings and are shared.
+// Snapshots may be taken concurrently.
 func (s *Store) Snapshot() *Snapshot {
+	// Copies share the live values' containers and blocks by marking
+	// them, which two snapshots at once must not do together.
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	sn := &Snapshot{now: s.mu.now, stats: s.mu.stats, rules: slices.Clone(s.mu.bitRules), rec: s.mu.rec.clone()}

@@ -355,6 +355,45 @@ func snapSmall(t testing.TB) []byte {
 	return snapBytes(t, s)
 }
 
+// TestSnapshotsAtOnce takes snapshots from two goroutines while a third
+// writes to bitmaps shared copy-on-write and re-arms bit deadlines: each
+// snapshot's digest is that of the store it restores to, and the race
+// detector sees no two copies mark what they share at once.
+func TestSnapshotsAtOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 4))
+	s := New()
+	now := snapFill(rng, s, testNow, 20)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { // on through the writes, and without them after
+			defer wg.Done()
+			for range 60 {
+				sn := s.Snapshot()
+				var buf bytes.Buffer
+				if _, err := sn.WriteTo(&buf); err != nil {
+					t.Error(err)
+					return
+				}
+				restored := New()
+				if err := restored.Restore(&buf); err != nil {
+					t.Error(err)
+					return
+				}
+				if got, want := restored.Digest(), sn.Digest(); got != want {
+					t.Errorf("a snapshot digests as %x and restores to %x", want, got)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 300 {
+		snapDo(s, now, 0, "bitsetex", "armed", "60", strconv.Itoa(i%500*131))
+		snapDo(s, now, 0, "setbit", "bm", strconv.Itoa(i*7), "1")
+	}
+	wg.Wait()
+}
+
 // TestRestoreRejectsCorruption restores damaged snapshots: every
 // truncation, a bit flipped in every byte (a different bit from byte to
 // byte; with the checksum left as it is, and recomputed), a wrong magic or version, and extra bytes.

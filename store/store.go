@@ -72,7 +72,9 @@ type Store struct {
 	// rules is mu.bitRules, for a look without the lock (see
 	// ReadUnchanged).
 	rules atomic.Pointer[[]BitTTLRule]
-	mu    struct {
+	// snapMu serializes Snapshot, whose copies mark what they share.
+	snapMu sync.Mutex
+	mu     struct {
 		sync.RWMutex
 		dbs        [NumDBs]*db
 		now        int64 // log time of the latest Apply, unix ms
