@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/presenced/presenced/store"
@@ -291,19 +292,19 @@ type heldSnapshots struct {
 	release chan struct{}
 }
 
-func (m heldSnapshots) Snapshot() io.WriterTo {
+func (m heldSnapshots) Snapshot() Snapshot {
 	return heldWriter{m.StateMachine.Snapshot(), m}
 }
 
 type heldWriter struct {
-	io.WriterTo
+	Snapshot
 	m heldSnapshots
 }
 
 func (w heldWriter) WriteTo(dst io.Writer) (int64, error) {
 	w.m.taken <- struct{}{}
 	<-w.m.release
-	return w.WriterTo.WriteTo(dst)
+	return w.Snapshot.WriteTo(dst)
 }
 
 // TestPersistingSnapshots checks that Stats counts a snapshot from when it
@@ -330,5 +331,60 @@ func TestPersistingSnapshots(t *testing.T) {
 	}
 	if p := n.Stats().Persisting; p != 0 {
 		t.Fatalf("persisting %d after the snapshot was written", p)
+	}
+}
+
+// heldDigests is a state machine whose captured states, once asked for
+// their digest, wait for release before they compute it.
+type heldDigests struct {
+	StateMachine
+	digesting chan struct{}
+	release   chan struct{}
+}
+
+func (m heldDigests) Snapshot() Snapshot { return heldDigest{m.StateMachine.Snapshot(), m} }
+
+type heldDigest struct {
+	Snapshot
+	m heldDigests
+}
+
+func (d heldDigest) Digest() uint64 {
+	d.m.digesting <- struct{}{}
+	<-d.m.release
+	return d.Snapshot.Digest()
+}
+
+// TestDigestLeavesAppliesAlone checks that a digest holds up the state
+// machine only while it captures the state: a write commits and is
+// applied while the capture is digested, and the digest is that of the
+// state at the index it came with.
+func TestDigestLeavesAppliesAlone(t *testing.T) {
+	m := heldDigests{FromStore(store.New()), make(chan struct{}), make(chan struct{})}
+	n := openTest(t, durableConfig(t, "solo"), m)
+	waitReady(t, n)
+	type result struct{ applied, digest uint64 }
+	held := make(chan result, 1)
+	go func() {
+		applied, digest := n.Digest()
+		held <- result{applied, digest}
+	}()
+	<-m.digesting
+	wrote := make(chan error, 1)
+	go func() { wrote <- n.Apply([]store.Command{cmd(0, "SETBIT", "online", "7", "1")}, new(store.Replies)) }()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		close(m.release)
+		t.Fatal("a write waited for a digest being computed")
+	}
+	close(m.release)
+	before := <-held
+	go func() { <-m.digesting }()
+	if a, d := n.Digest(); before.applied >= a || d == before.digest {
+		t.Fatalf("digest %x at %d before the write, %x at %d after", before.digest, before.applied, d, a)
 	}
 }

@@ -27,26 +27,33 @@ type StateMachine interface {
 	// is called with i once batch i is applied, before the next one is.
 	ApplyEach(now int64, batches [][]store.Command, outs []*store.Replies, done func(i int))
 	// Snapshot captures the current state. It runs between two Applies
-	// and must be quick (clone or copy-on-write); the returned writer
-	// encodes the captured state later, concurrently with further Applies.
-	Snapshot() io.WriterTo
+	// and must be quick (clone or copy-on-write); the returned snapshot
+	// encodes and digests the captured state later, concurrently with
+	// further Applies.
+	Snapshot() Snapshot
 	// Restore replaces the whole state with one encoded by a snapshot's
 	// WriteTo.
 	Restore(r io.Reader) error
-	// Digest returns a checksum of the whole state: replicas that applied
-	// the same entries have equal digests.
-	Digest() uint64
 	// BitsBehind reports whether the latest Apply left expiry work that
 	// was already due for the next one: the leader then proposes a tick
 	// at once rather than at its interval.
 	BitsBehind() bool
 }
 
+// Snapshot is a captured state of a StateMachine.
+type Snapshot interface {
+	// WriteTo encodes the state, for Restore.
+	io.WriterTo
+	// Digest returns a checksum of the state: replicas that applied the
+	// same entries have equal digests.
+	Digest() uint64
+}
+
 // fsm adapts a StateMachine to raft.FSM. The response of Apply, returned
 // by raft's ApplyFuture.Response on the leader, is the entry's
 // *store.Replies, or an error if the entry could not be decoded.
 type fsm struct {
-	mu       sync.Mutex // held while an entry is applied, for Digest
+	mu       sync.Mutex // held while an entry is applied, for digest
 	sm       StateMachine
 	att      Attachment // nil: snapshots carry the state alone
 	log      hclog.Logger
@@ -123,11 +130,13 @@ func (f *fsm) signalBehind() {
 }
 
 // digest returns the index of the latest entry applied and the state's
-// digest after it.
+// digest after it. It holds up the Applies only while it captures the
+// state: the digest reads the capture.
 func (f *fsm) digest() (uint64, uint64) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.applied.get(), f.sm.Digest()
+	applied, state := f.applied.get(), f.sm.Snapshot()
+	f.mu.Unlock()
+	return applied, state.Digest()
 }
 
 // getReplies returns an empty Replies, reusing one released by putReplies.
@@ -149,6 +158,8 @@ func (f *fsm) putReplies(r *store.Replies) {
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.snapshotMark = f.logBytes.Load()
 	f.persisting.Add(1)
+	f.mu.Lock() // a digest captures the state too
+	defer f.mu.Unlock()
 	return fsmSnapshot{state: f.sm.Snapshot(), applied: f.applied.get(), persisting: &f.persisting}, nil
 }
 
@@ -287,4 +298,4 @@ func FromStore(st *store.Store) StateMachine { return storeMachine{st} }
 
 type storeMachine struct{ *store.Store }
 
-func (m storeMachine) Snapshot() io.WriterTo { return m.Store.Snapshot() }
+func (m storeMachine) Snapshot() Snapshot { return m.Store.Snapshot() }

@@ -325,8 +325,7 @@ func (p testPeers) Applied(_ context.Context, addr string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	index, _ := n.Digest()
-	return index, nil
+	return n.Applied(), nil
 }
 
 func (p testPeers) Members(_ context.Context, addr string) ([]Member, error) {

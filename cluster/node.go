@@ -800,8 +800,13 @@ func alreadyMember(id, addr string) error {
 }
 
 // Digest returns the index of the latest entry applied to the store and
-// the store's digest after it, taken together.
+// the store's digest after it, taken together. It reads the whole state
+// (a copy of it, so writes go on meanwhile): Applied is the cheap way to
+// the index alone.
 func (n *Node) Digest() (applied, digest uint64) { return n.fsm.digest() }
+
+// Applied returns the index of the latest entry applied to the store.
+func (n *Node) Applied() uint64 { return n.fsm.applied.get() }
 
 // FollowerStatus is what a leader learns of a follower by asking it.
 type FollowerStatus struct {
