@@ -31,7 +31,7 @@ func readwrite(c *client, _ [][]byte) {
 // leader's raft address.
 func role(c *client, _ [][]byte) {
 	node := c.s.node
-	applied, _ := node.Digest()
+	applied := node.Applied()
 	if node.IsLeader() {
 		followers := c.s.followers()
 		c.out.Array(3)
@@ -152,7 +152,7 @@ func boolInt(b bool) int {
 func (s *Server) infoReplication(b *strings.Builder) {
 	node := s.node
 	st := node.Stats()
-	applied, _ := node.Digest()
+	applied := node.Applied()
 	b.WriteString("# Replication\r\n")
 	if node.IsLeader() {
 		followers := s.followers()
