@@ -537,6 +537,7 @@ var table = []*Spec{
 			{Name: "add", Arity: 4, Flags: Admin | NoScript, Summary: "Add a node to the cluster as a voter", Syntax: "node-id raft-address"},
 			{Name: "remove", Arity: 3, Flags: Admin | NoScript, Summary: "Remove a node from the cluster", Syntax: "node-id"},
 			{Name: "info", Arity: 2, Flags: Loading | Stale, Summary: "Show this node's raft state and the cluster's members"},
+			{Name: "digest", Arity: 2, Flags: Loading | Stale, Summary: "Show the index of the latest entry this node applied and a checksum of its state after it"},
 			{Name: "snapshot", Arity: 2, Flags: Admin | NoScript, Summary: "Take a snapshot of this node's state now and compact its raft log"},
 			{Name: "readindex", Arity: 2, Flags: Loading | Stale | Fast, Summary: "Confirm leadership and return the index a linearizable read waits for"},
 		}},

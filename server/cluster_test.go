@@ -535,6 +535,25 @@ func TestRoleAndInfoReplication(t *testing.T) {
 	}
 }
 
+// TestRaftDigest checks RAFT DIGEST's fields, and that RAFT INFO, which
+// monitoring polls, leaves the digest out.
+func TestRaftDigest(t *testing.T) {
+	srvs := startCluster(t, 1)
+	c := dial(t, srvs[0].Addr())
+	c.do("SET", "k", "v")
+	_, info := infoFields(t, c.do("RAFT", "INFO"))
+	_, fields := infoFields(t, c.do("RAFT", "DIGEST"))
+	before, err1 := strconv.ParseUint(info["applied_index"], 10, 64)
+	applied, err2 := strconv.ParseUint(fields["applied_index"], 10, 64)
+	_, err3 := strconv.ParseUint(fields["digest"], 16, 64)
+	if err1 != nil || err2 != nil || err3 != nil || applied < before || len(fields["digest"]) != 16 || len(fields) != 2 {
+		t.Fatalf("RAFT DIGEST %v after RAFT INFO's applied_index %q", fields, info["applied_index"])
+	}
+	if _, ok := info["digest"]; ok {
+		t.Fatalf("RAFT INFO has a digest: %v", info)
+	}
+}
+
 // checkRaftIndexes checks the raft indexes of INFO replication.
 func checkRaftIndexes(t *testing.T, fields map[string]string) {
 	t.Helper()

@@ -91,6 +91,8 @@ func raftCommand(c *client, args [][]byte) {
 			"ADD <node-id> <raft-address>", "    Add a node to the cluster as a voter.",
 			"REMOVE <node-id>", "    Remove a node from the cluster.",
 			"INFO", "    Show this node's raft state and the cluster's members.",
+			"DIGEST", "    Show the index of the latest entry applied here and a checksum of the state",
+			"    after it, equal on nodes at the same index (reads a copy of the whole state).",
 			"SNAPSHOT", "    Take a snapshot of this node's state now and compact its raft log.",
 			"READINDEX", "    On the leader: confirm leadership, return the commit index.")
 	case "add":
@@ -108,6 +110,9 @@ func raftCommand(c *client, args [][]byte) {
 		c.out.Int(int64(index))
 	case "info":
 		c.out.BulkString(raftInfo(node))
+	case "digest":
+		applied, digest := node.Digest()
+		c.out.BulkString(fmt.Sprintf("applied_index:%d\r\ndigest:%016x\r\n", applied, digest))
 	}
 }
 
@@ -123,12 +128,11 @@ func (c *client) okOrError(err error) {
 func raftInfo(node *cluster.Node) string {
 	var b strings.Builder
 	st := node.Stats()
-	applied, digest := node.Digest()
 	cfg := node.Config()
 	fmt.Fprintf(&b, "node_id:%s\r\nraft_addr:%s\r\nstate:%s\r\nterm:%d\r\nleader_id:%s\r\nleader_addr:%s\r\n",
 		cfg.NodeID, node.RaftAddr(), strings.ToLower(st.State), st.Term, st.LeaderID, st.LeaderAddr)
-	fmt.Fprintf(&b, "last_index:%d\r\ncommit_index:%d\r\napplied_index:%d\r\ndigest:%016x\r\n",
-		st.LastIndex, st.CommitIndex, applied, digest)
+	fmt.Fprintf(&b, "last_index:%d\r\ncommit_index:%d\r\napplied_index:%d\r\n",
+		st.LastIndex, st.CommitIndex, node.Applied())
 	fmt.Fprintf(&b, "entries_proposed:%d\r\nbatches_committed:%d\r\ncommands_committed:%d\r\nsnapshots_restored:%d\r\nsnapshot_in_progress:%d\r\n",
 		st.Entries, st.Batches, st.Commands, st.Restores, st.Persisting)
 	members, _ := node.Members()

@@ -247,7 +247,12 @@ func (n *node) exitedUnexpectedly() bool {
 
 // raftInfo returns the fields of the node's RAFT INFO reply.
 func (n *node) raftInfo(ctx context.Context) (map[string]string, error) {
-	s, err := n.admin.Do(ctx, "RAFT", "INFO").Text()
+	return n.raftFields(ctx, "INFO")
+}
+
+// raftFields returns the fields of the node's RAFT <sub> reply.
+func (n *node) raftFields(ctx context.Context, sub string) (map[string]string, error) {
+	s, err := n.admin.Do(ctx, "RAFT", sub).Text()
 	if err != nil {
 		return nil, err
 	}
