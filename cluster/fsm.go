@@ -53,7 +53,7 @@ type Snapshot interface {
 // by raft's ApplyFuture.Response on the leader, is the entry's
 // *store.Replies, or an error if the entry could not be decoded.
 type fsm struct {
-	mu       sync.Mutex // held while an entry is applied, for digest
+	mu       sync.Mutex // held while an entry is applied and while the state is captured or restored
 	sm       StateMachine
 	att      Attachment // nil: snapshots carry the state alone
 	log      hclog.Logger
