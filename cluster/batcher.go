@@ -16,6 +16,19 @@ import (
 // new batches wait in the queue, so the busier the node the more batches
 // share an entry.
 //
+// Gathering: a caller that writes one command at a time (pipeline 1)
+// sends its next batch only once its entry is applied, so the callers one
+// entry answers come back together, spread over the time their
+// connections take to send the reply and read the next command. Taking
+// the queue as soon as the first of them is back would leave the others
+// for the entry after, and cost them a whole commit more: at pipeline 1
+// entries would alternate between two halves of the callers. So when a
+// commit is slow enough to matter (gatherFrom, an fsync), take waits for
+// as many batches as were answered since the last entry was taken, as a
+// database's group commit waits for its siblings, until no batch came for
+// an eighth of the last commit's time, or for the whole of it (at most
+// gatherMax): a caller left out would wait that long anyway.
+//
 // Lifecycle: stop fails the queued batches and refuses new ones; closing
 // quit ends the proposer and the ticker; closing raftDown (after raft has
 // shut down, which resolves the futures of entries in flight) lets the
@@ -40,6 +53,12 @@ type batcher struct {
 
 	tickQueued atomic.Bool // a tick is queued or in flight
 	enqueued   progress    // batches ever queued, for tests to wait on
+
+	answered   atomic.Int64 // callers answered since take last took
+	commit     atomic.Int64 // ns from proposing the last applied entry to applying it
+	gatherFrom time.Duration
+	gatherMax  time.Duration
+	gather     *time.Timer // ends take's wait for answered callers
 
 	entries  atomic.Uint64 // entries proposed
 	batches  atomic.Uint64 // caller batches committed
@@ -71,6 +90,7 @@ type proposal struct {
 	b        *batcher
 	key      *byte // the entry's first byte, its key in the FSM's pending entries
 	time     int64
+	proposed time.Time
 	reqs     []*request
 	batches  [][]store.Command
 	resolved chan struct{}
@@ -84,6 +104,7 @@ type proposal struct {
 // while the rest of the entry is applied. (A caller's later reads still
 // see the whole entry: a read waits for the entry to be applied.)
 func (p *proposal) apply(sm StateMachine) {
+	p.b.commit.Store(int64(time.Since(p.proposed)))
 	outs := make([]*store.Replies, len(p.reqs))
 	for i, r := range p.reqs {
 		outs[i] = r.out
@@ -106,17 +127,35 @@ func (p *proposal) apply(sm StateMachine) {
 	<-p.b.slots
 }
 
+// Bounds of gathering (see batcher).
+const (
+	// gatherFrom is the least commit time for which take waits for
+	// answered callers: a faster commit (a log kept in memory or left to
+	// the OS) costs a caller left out less than the timer would.
+	gatherFrom = 500 * time.Microsecond
+	// gatherMax bounds take's wait however slow the last commit was.
+	gatherMax = 10 * time.Millisecond
+	// gatherIdleShare: take stops waiting when no batch came for this
+	// share of the last commit's time.
+	gatherIdleShare = 8
+)
+
 func newBatcher(r *raft.Raft, f *fsm, cfg *Config, quit, raftDown <-chan struct{}) *batcher {
+	gather := time.NewTimer(time.Hour)
+	gather.Stop()
 	return &batcher{
-		r:         r,
-		fsm:       f,
-		maxBytes:  cfg.MaxEntryBytes,
-		maxCmds:   cfg.MaxEntryCommands,
-		wake:      make(chan struct{}, 1),
-		slots:     make(chan struct{}, cfg.MaxInflight),
-		proposals: make(chan *proposal, cfg.MaxInflight),
-		quit:      quit,
-		raftDown:  raftDown,
+		r:          r,
+		fsm:        f,
+		maxBytes:   cfg.MaxEntryBytes,
+		maxCmds:    cfg.MaxEntryCommands,
+		wake:       make(chan struct{}, 1),
+		slots:      make(chan struct{}, cfg.MaxInflight),
+		proposals:  make(chan *proposal, cfg.MaxInflight),
+		quit:       quit,
+		raftDown:   raftDown,
+		gatherFrom: gatherFrom,
+		gatherMax:  gatherMax,
+		gather:     gather,
 	}
 }
 
@@ -203,18 +242,29 @@ func (b *batcher) proposeLoop() {
 }
 
 // take waits for queued batches and removes from the queue's front as
-// many as fit in one entry (at least one).
+// many as fit in one entry (at least one). It waits for more while fewer
+// are queued than callers were answered since it last took, if the last
+// commit was slow (see batcher).
 func (b *batcher) take() []*request {
+	expect := int(b.answered.Swap(0))
+	commit := time.Duration(b.commit.Load())
+	gathering := expect > 1 && commit >= b.gatherFrom
+	idle := commit / gatherIdleShare
+	var until time.Time // when gathering ends, from the first batch queued
+	defer b.gather.Stop()
 	for {
 		b.mu.Lock()
-		if q := b.mu.queue; len(q) > 0 {
-			n, size, cmds := 1, q[0].size, len(q[0].cmds)
-			for ; n < len(q); n++ {
-				size, cmds = size+q[n].size, cmds+len(q[n].cmds)
-				if size > b.maxBytes || cmds > b.maxCmds {
-					break
-				}
+		q := b.mu.queue
+		n, size, cmds := 0, 0, 0
+		for ; n < len(q); n++ {
+			size, cmds = size+q[n].size, cmds+len(q[n].cmds)
+			if n > 0 && (size > b.maxBytes || cmds > b.maxCmds) {
+				break
 			}
+		}
+		// Take when not gathering, when the callers are back, or when
+		// the queue fills an entry already.
+		if n > 0 && (!gathering || n >= expect || n < len(q)) {
 			reqs := append([]*request(nil), q[:n]...)
 			rest := copy(q, q[n:])
 			clear(q[rest:])
@@ -223,8 +273,17 @@ func (b *batcher) take() []*request {
 			return reqs
 		}
 		b.mu.Unlock()
+		if n > 0 {
+			now := time.Now()
+			if until.IsZero() {
+				until = now.Add(min(commit, b.gatherMax))
+			}
+			b.gather.Reset(min(idle, until.Sub(now)))
+		}
 		select {
 		case <-b.wake:
+		case <-b.gather.C:
+			gathering = false
 		case <-b.quit:
 			return nil
 		}
@@ -239,9 +298,10 @@ func (b *batcher) propose(reqs []*request) *proposal {
 	for i, r := range reqs {
 		batches[i], tails[i] = r.cmds, r.tail
 	}
-	now := time.Now().UnixMilli()
+	proposed := time.Now()
+	now := proposed.UnixMilli()
 	data := encodeEntry(now, batches, tails)
-	p := &proposal{b: b, key: &data[0], time: now, reqs: reqs, batches: batches, resolved: make(chan struct{})}
+	p := &proposal{b: b, key: &data[0], time: now, proposed: proposed, reqs: reqs, batches: batches, resolved: make(chan struct{})}
 	b.fsm.pending.Store(p.key, p)
 	// Counted before raft has it: the FSM may answer the entry's callers
 	// before this goroutine runs again.
@@ -326,6 +386,7 @@ func (b *batcher) respond(r *request, err error) {
 		b.fsm.signalBehind()
 		return
 	}
+	b.answered.Add(1)
 	r.done <- err
 }
 
