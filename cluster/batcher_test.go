@@ -69,40 +69,27 @@ func TestGather(t *testing.T) {
 			t.Fatal("take is still waiting with the 3 callers back")
 		}
 	})
-	t.Run("takes a full entry at once", func(t *testing.T) {
-		b := gatherer(t, 10, time.Hour, time.Hour)
-		queue(b, 5)
-		if got := take(t, b); len(got) != 4 {
-			t.Fatalf("took %d batches, want a full entry of 4", len(got))
-		}
-	})
-	t.Run("stops when no caller comes", func(t *testing.T) {
-		b := gatherer(t, 3, 8*time.Millisecond, time.Hour)
-		queue(b, 1)
-		if got := take(t, b); len(got) != 1 {
-			t.Fatalf("took %d batches, want 1", len(got))
-		}
-	})
-	t.Run("stops at the bound", func(t *testing.T) {
-		b := gatherer(t, 3, time.Hour, time.Millisecond)
-		queue(b, 1)
-		if got := take(t, b); len(got) != 1 {
-			t.Fatalf("took %d batches, want 1", len(got))
-		}
-	})
-	t.Run("no wait after a fast commit", func(t *testing.T) {
-		b := gatherer(t, 3, time.Hour, time.Hour)
-		b.gatherFrom = 2 * time.Hour
-		queue(b, 1)
-		if got := take(t, b); len(got) != 1 {
-			t.Fatalf("took %d batches, want 1", len(got))
-		}
-	})
-	t.Run("no wait for one caller", func(t *testing.T) {
-		b := gatherer(t, 1, time.Hour, time.Hour)
-		queue(b, 1)
-		if got := take(t, b); len(got) != 1 {
-			t.Fatalf("took %d batches, want 1", len(got))
-		}
-	})
+	for _, tc := range []struct {
+		name               string
+		answered, queued   int
+		commit, wait, from time.Duration // from 0: the default gatherFrom
+		want               int
+	}{
+		{name: "takes a full entry at once", answered: 10, queued: 5, commit: time.Hour, wait: time.Hour, want: 4},
+		{name: "stops when no caller comes", answered: 3, queued: 1, commit: 8 * time.Millisecond, wait: time.Hour, want: 1},
+		{name: "stops at the bound", answered: 3, queued: 1, commit: time.Hour, wait: time.Millisecond, want: 1},
+		{name: "no wait after a fast commit", answered: 3, queued: 1, commit: time.Hour, wait: time.Hour, from: 2 * time.Hour, want: 1},
+		{name: "no wait for one caller", answered: 1, queued: 1, commit: time.Hour, wait: time.Hour, want: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := gatherer(t, tc.answered, tc.commit, tc.wait)
+			if tc.from > 0 {
+				b.gatherFrom = tc.from
+			}
+			queue(b, tc.queued)
+			if got := take(t, b); len(got) != tc.want {
+				t.Fatalf("took %d batches, want %d", len(got), tc.want)
+			}
+		})
+	}
 }
