@@ -54,11 +54,11 @@ type batcher struct {
 	tickQueued atomic.Bool // a tick is queued or in flight
 	enqueued   progress    // batches ever queued, for tests to wait on
 
-	answered   atomic.Int64 // callers answered since take last took
-	commit     atomic.Int64 // ns from proposing the last applied entry to applying it
-	gatherFrom time.Duration
-	gatherMax  time.Duration
-	gather     *time.Timer // ends take's wait for answered callers
+	answered   atomic.Int64  // callers answered since take last took
+	commit     atomic.Int64  // ns from proposing the last applied entry to applying it
+	gatherFrom time.Duration // the constant gatherFrom, unless a test sets it
+	gatherMax  time.Duration // the constant gatherMax, unless a test sets it
+	gather     *time.Timer   // ends take's wait for answered callers
 
 	entries  atomic.Uint64 // entries proposed
 	batches  atomic.Uint64 // caller batches committed
