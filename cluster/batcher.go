@@ -88,9 +88,8 @@ var requests = sync.Pool{New: func() any { return &request{done: make(chan error
 // raft failed the entry before the FSM saw it.
 type proposal struct {
 	b        *batcher
-	key      *byte // the entry's first byte, its key in the FSM's pending entries
-	time     int64
-	proposed time.Time
+	key      *byte     // the entry's first byte, its key in the FSM's pending entries
+	proposed time.Time // the entry's stamp, in ms, is its UnixMilli
 	reqs     []*request
 	batches  [][]store.Command
 	resolved chan struct{}
@@ -112,7 +111,7 @@ func (p *proposal) apply(sm StateMachine) {
 			outs[i] = new(store.Replies) // a tick's; nobody reads it
 		}
 	}
-	sm.ApplyEach(p.time, p.batches, outs, func(i int) {
+	sm.ApplyEach(p.proposed.UnixMilli(), p.batches, outs, func(i int) {
 		if r := p.reqs[i]; r.done != nil {
 			p.b.batches.Add(1)
 			p.b.commands.Add(uint64(len(r.cmds)))
@@ -299,9 +298,8 @@ func (b *batcher) propose(reqs []*request) *proposal {
 		batches[i], tails[i] = r.cmds, r.tail
 	}
 	proposed := time.Now()
-	now := proposed.UnixMilli()
-	data := encodeEntry(now, batches, tails)
-	p := &proposal{b: b, key: &data[0], time: now, proposed: proposed, reqs: reqs, batches: batches, resolved: make(chan struct{})}
+	data := encodeEntry(proposed.UnixMilli(), batches, tails)
+	p := &proposal{b: b, key: &data[0], proposed: proposed, reqs: reqs, batches: batches, resolved: make(chan struct{})}
 	b.fsm.pending.Store(p.key, p)
 	// Counted before raft has it: the FSM may answer the entry's callers
 	// before this goroutine runs again.
