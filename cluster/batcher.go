@@ -26,7 +26,7 @@ import (
 // commit is slow enough to matter (gatherFrom, an fsync), take waits for
 // as many batches as were answered since the last entry was taken, as a
 // database's group commit waits for its siblings, until no batch came for
-// an eighth of the last commit's time, or for the whole of it (at most
+// a quarter of the last commit's time, or for the whole of it (at most
 // gatherMax): a caller left out would wait that long anyway.
 //
 // Lifecycle: stop fails the queued batches and refuses new ones; closing
@@ -54,11 +54,10 @@ type batcher struct {
 	tickQueued atomic.Bool // a tick is queued or in flight
 	enqueued   progress    // batches ever queued, for tests to wait on
 
-	answered   atomic.Int64  // callers answered since take last took
-	commit     atomic.Int64  // ns from proposing the last applied entry to applying it
-	gatherFrom time.Duration // the constant gatherFrom, unless a test sets it
-	gatherMax  time.Duration // the constant gatherMax, unless a test sets it
-	gather     *time.Timer   // ends take's wait for answered callers
+	answered atomic.Int64 // callers answered since take last took
+	commit   atomic.Int64 // ns from proposing the last applied entry to applying it
+	bounds   gatherBounds // defaultGather, unless a test sets them
+	gather   *time.Timer  // ends take's wait for answered callers
 
 	entries  atomic.Uint64 // entries proposed
 	batches  atomic.Uint64 // caller batches committed
@@ -136,25 +135,39 @@ const (
 	gatherMax = 10 * time.Millisecond
 	// gatherIdleShare: take stops waiting when no batch came for this
 	// share of the last commit's time.
-	gatherIdleShare = 8
+	gatherIdleShare = 4
 )
+
+// gatherBounds are the bounds of waiting for answered callers: from and
+// max are gatherFrom and gatherMax, but for tests.
+type gatherBounds struct{ from, max time.Duration }
+
+// defaultGather are the bounds outside tests.
+var defaultGather = gatherBounds{from: gatherFrom, max: gatherMax}
+
+// after returns the bounds of a wait for the callers a commit (or a
+// forwarding call) that took last answered: the longest gap between
+// their arrivals and the longest wait in all; ok is false when it took
+// too little for a wait to pay.
+func (g gatherBounds) after(last time.Duration) (idle, limit time.Duration, ok bool) {
+	return last / gatherIdleShare, min(last, g.max), last >= g.from
+}
 
 func newBatcher(r *raft.Raft, f *fsm, cfg *Config, quit, raftDown <-chan struct{}) *batcher {
 	gather := time.NewTimer(time.Hour)
 	gather.Stop()
 	return &batcher{
-		r:          r,
-		fsm:        f,
-		maxBytes:   cfg.MaxEntryBytes,
-		maxCmds:    cfg.MaxEntryCommands,
-		wake:       make(chan struct{}, 1),
-		slots:      make(chan struct{}, cfg.MaxInflight),
-		proposals:  make(chan *proposal, cfg.MaxInflight),
-		quit:       quit,
-		raftDown:   raftDown,
-		gatherFrom: gatherFrom,
-		gatherMax:  gatherMax,
-		gather:     gather,
+		r:         r,
+		fsm:       f,
+		maxBytes:  cfg.MaxEntryBytes,
+		maxCmds:   cfg.MaxEntryCommands,
+		wake:      make(chan struct{}, 1),
+		slots:     make(chan struct{}, cfg.MaxInflight),
+		proposals: make(chan *proposal, cfg.MaxInflight),
+		quit:      quit,
+		raftDown:  raftDown,
+		bounds:    defaultGather,
+		gather:    gather,
 	}
 }
 
@@ -246,9 +259,8 @@ func (b *batcher) proposeLoop() {
 // commit was slow (see batcher).
 func (b *batcher) take() []*request {
 	expect := int(b.answered.Swap(0))
-	commit := time.Duration(b.commit.Load())
-	gathering := expect > 1 && commit >= b.gatherFrom
-	idle := commit / gatherIdleShare
+	idle, limit, slow := b.bounds.after(time.Duration(b.commit.Load()))
+	gathering := expect > 1 && slow
 	var until time.Time // when gathering ends, from the first batch queued
 	defer b.gather.Stop()
 	for {
@@ -275,7 +287,7 @@ func (b *batcher) take() []*request {
 		if n > 0 {
 			now := time.Now()
 			if until.IsZero() {
-				until = now.Add(min(commit, b.gatherMax))
+				until = now.Add(limit)
 			}
 			b.gather.Reset(min(idle, until.Sub(now)))
 		}

@@ -20,7 +20,7 @@ func TestGather(t *testing.T) {
 		quit := make(chan struct{})
 		t.Cleanup(func() { close(quit) })
 		b := newBatcher(nil, nil, &cfg, quit, nil)
-		b.gatherMax = wait
+		b.bounds.max = wait
 		b.answered.Store(int64(answered))
 		b.commit.Store(int64(commit))
 		return b
@@ -84,7 +84,7 @@ func TestGather(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := gatherer(t, tc.answered, tc.commit, tc.wait)
 			if tc.from > 0 {
-				b.gatherFrom = tc.from
+				b.bounds.from = tc.from
 			}
 			queue(b, tc.queued)
 			if got := take(t, b); len(got) != tc.want {

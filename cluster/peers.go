@@ -88,6 +88,10 @@ var errNotSent = errors.New("cluster: request not sent")
 // MULTI/EXEC block (the leader applies them as one, and answers each
 // batch with its share of the EXEC reply), so a follower serving many
 // writing clients makes a few calls to the leader, not one per write.
+// A call gathers the callers the last call answered as the leader's
+// group commit does (see batcher): at pipeline 1 they come back spread
+// over their round trips, and the first back would otherwise make a call
+// alone.
 func (p *RESPPeers) Forward(ctx context.Context, addr string, cmds []store.Command, out *store.Replies) error {
 	g := p.forwarding(addr)
 	f := &forward{cmds: cmds, out: out, wake: make(chan bool, 1)}
@@ -96,7 +100,14 @@ func (p *RESPPeers) Forward(ctx context.Context, addr string, cmds []store.Comma
 	}
 	// f sends: itself and the batches waiting, then hands the turn on.
 	fs := g.take(append(make([]*forward, 0, 8), f))
+	sent := time.Now()
 	p.forwardAll(ctx, addr, fs)
+	// Counted before the callers hear back, so that the call any of
+	// them makes next gathers the others.
+	g.called(len(fs), time.Since(sent))
+	for _, f := range fs {
+		f.wake <- false
+	}
 	g.handOff()
 	<-f.wake
 	return f.err
@@ -111,9 +122,14 @@ const maxForwardBatches = 256
 
 // forwardGroup queues the batches waiting to be forwarded to one node.
 type forwardGroup struct {
-	mu      sync.Mutex
-	queue   []*forward // waiting for a call
-	senders int        // calls in flight or being made
+	mu        sync.Mutex
+	queue     []*forward    // waiting for a call
+	senders   int           // calls in flight or being made
+	answered  int           // batches answered since a call last took the queue
+	call      time.Duration // how long the last call took
+	gathering bool          // a sender waits for the callers answered
+	arrived   chan struct{} // signalled when a batch is queued while gathering
+	bounds    gatherBounds  // defaultGather, unless a test sets them
 }
 
 // forward is one batch to forward and, once answered, its outcome.
@@ -130,36 +146,89 @@ func (p *RESPPeers) forwarding(addr string) *forwardGroup {
 	defer p.mu.Unlock()
 	g := p.groups[addr]
 	if g == nil {
-		g = new(forwardGroup)
+		g = newForwardGroup()
 		p.groups[addr] = g
 	}
 	return g
 }
 
+func newForwardGroup() *forwardGroup {
+	return &forwardGroup{arrived: make(chan struct{}, 1), bounds: defaultGather}
+}
+
 // join reports whether f may make a call now; if not, it queues f, and
-// f's wake says when it is answered or has the turn.
+// f's wake says when it is answered or has the turn. While a sender
+// gathers, f joins its call.
 func (g *forwardGroup) join(f *forward) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.senders < maxForwardSenders {
+	if g.senders < maxForwardSenders && !g.gathering {
 		g.senders++
 		return true
 	}
 	g.queue = append(g.queue, f)
+	if g.gathering {
+		select {
+		case g.arrived <- struct{}{}:
+		default:
+		}
+	}
 	return false
 }
 
 // take appends queued batches to fs, up to maxForwardBatches in all, and
-// returns it.
+// returns it. After a slow call (one that took gatherFrom or more) it
+// first waits for the callers answered since a call last took the queue,
+// with the bounds of the leader's group commit: until none came for a
+// quarter of the last call's time, or for as long as it took (at most
+// gatherMax).
 func (g *forwardGroup) take(fs []*forward) []*forward {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	expect := min(g.answered, maxForwardBatches)
+	g.answered = 0
+	if idle, limit, slow := g.bounds.after(g.call); slow && expect > len(fs)+len(g.queue) && !g.gathering {
+		g.gather(expect-len(fs), idle, limit)
+	}
 	n := min(len(g.queue), maxForwardBatches-len(fs))
 	fs = append(fs, g.queue[:n]...)
 	rest := copy(g.queue, g.queue[n:])
 	clear(g.queue[rest:])
 	g.queue = g.queue[:rest]
 	return fs
+}
+
+// gather waits, with g.mu held but released while waiting, until want
+// batches are queued, or none came for idle, or limit has passed.
+func (g *forwardGroup) gather(want int, idle, limit time.Duration) {
+	g.gathering = true
+	defer func() { g.gathering = false }()
+	until := time.Now().Add(limit)
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	for len(g.queue) < want {
+		wait := min(idle, time.Until(until))
+		if wait <= 0 {
+			return
+		}
+		t.Reset(wait)
+		g.mu.Unlock()
+		select {
+		case <-g.arrived:
+			g.mu.Lock()
+		case <-t.C:
+			g.mu.Lock()
+			return
+		}
+	}
+}
+
+// called records a call that forwarded n batches in took.
+func (g *forwardGroup) called(n int, took time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.answered += n
+	g.call = took
 }
 
 // handOff ends a call: it gives the turn to the first batch waiting, if
@@ -178,10 +247,10 @@ func (g *forwardGroup) handOff() {
 	next.wake <- true
 }
 
-// forwardAll forwards the batches of fs in one call to addr and answers
-// each. If the leader refuses the block as a whole (EXECABORT, which a
-// command refused when queued causes), each batch is forwarded alone, so
-// that one batch's error is not the others'.
+// forwardAll forwards the batches of fs in one call to addr and sets the
+// outcome of each. If the leader refuses the block as a whole (EXECABORT,
+// which a command refused when queued causes), each batch is forwarded
+// alone, so that one batch's error is not the others'.
 func (p *RESPPeers) forwardAll(ctx context.Context, addr string, fs []*forward) {
 	err := p.forwardBlock(ctx, addr, fs)
 	var remote *RemoteError
@@ -193,7 +262,6 @@ func (p *RESPPeers) forwardAll(ctx context.Context, addr string, fs []*forward) 
 	}
 	for _, f := range fs {
 		f.err = err
-		f.wake <- false
 	}
 }
 

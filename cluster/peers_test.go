@@ -1,0 +1,105 @@
+package cluster
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestForwardGather checks when a follower's forwarding call waits for
+// the callers the last call answered (see forwardGroup.take) and when it
+// does not.
+func TestForwardGather(t *testing.T) {
+	// afterCall returns a forward group whose last call forwarded
+	// answered batches in took; wait bounds its gathering.
+	afterCall := func(t *testing.T, answered int, took, wait time.Duration) *forwardGroup {
+		g := newForwardGroup()
+		g.bounds.max = wait
+		g.senders = 1
+		g.called(answered, took)
+		g.handOff()
+		if g.senders != 0 {
+			t.Fatalf("%d senders after the only call ended", g.senders)
+		}
+		return g
+	}
+	batch := func() *forward { return &forward{wake: make(chan bool, 1)} }
+	// send has a batch join g, make the call, and take the queue, in a
+	// goroutine; it returns the batches the call carries.
+	send := func(t *testing.T, g *forwardGroup) <-chan []*forward {
+		t.Helper()
+		first := batch()
+		if !g.join(first) {
+			t.Fatal("the first caller back may not make a call")
+		}
+		got := make(chan []*forward, 1)
+		go func() { got <- g.take([]*forward{first}) }()
+		return got
+	}
+	wait := func(t *testing.T, got <-chan []*forward) []*forward {
+		t.Helper()
+		select {
+		case fs := <-got:
+			return fs
+		case <-time.After(10 * time.Second):
+			t.Fatal("the call is still gathering")
+			return nil
+		}
+	}
+	gathering := func(g *forwardGroup) bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.gathering
+	}
+
+	t.Run("waits for the callers answered", func(t *testing.T) {
+		g := afterCall(t, 3, time.Hour, time.Hour)
+		got := send(t, g)
+		for !gathering(g) {
+			select {
+			case fs := <-got:
+				t.Fatalf("called with %d batches before the other callers came back", len(fs))
+			default:
+				runtime.Gosched()
+			}
+		}
+		for range 2 {
+			if g.join(batch()) {
+				t.Fatal("a caller made a call of its own while another gathers")
+			}
+		}
+		if fs := wait(t, got); len(fs) != 3 {
+			t.Fatalf("called with %d batches, want the 3 callers answered", len(fs))
+		}
+	})
+	for _, tc := range []struct {
+		name          string
+		answered      int
+		took, wait    time.Duration
+		from          time.Duration // 0: the default gatherFrom
+		queued, calls int           // batches queued before the call; want a call of calls batches
+	}{
+		{name: "stops when no caller comes", answered: 3, took: 8 * time.Millisecond, wait: time.Hour, calls: 1},
+		{name: "stops at the bound", answered: 3, took: time.Hour, wait: time.Millisecond, calls: 1},
+		{name: "no wait after a fast call", answered: 3, took: time.Hour, wait: time.Hour, from: 2 * time.Hour, calls: 1},
+		{name: "no wait for one caller", answered: 1, took: time.Hour, wait: time.Hour, calls: 1},
+		{name: "no wait for callers already queued", answered: 3, took: time.Hour, wait: time.Hour, queued: 2, calls: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := afterCall(t, tc.answered, tc.took, tc.wait)
+			if tc.from > 0 {
+				g.bounds.from = tc.from
+			}
+			// Batches that came while the last call was in flight: the
+			// senders' seats were taken.
+			g.senders = maxForwardSenders
+			for range tc.queued {
+				g.join(batch())
+			}
+			g.senders = 0
+			if fs := wait(t, send(t, g)); len(fs) != tc.calls {
+				t.Fatalf("called with %d batches, want %d", len(fs), tc.calls)
+			}
+		})
+	}
+}
