@@ -81,19 +81,21 @@ func (p *Parser) ParseAppend(dst [][]byte, buf []byte, lim Limits) (argv [][]byt
 		return append(dst, args...), n, err
 	}
 	if !p.inMulti {
-		nl := lineEnd(buf, '\r')
-		if nl < 0 {
-			if len(buf) > InlineMax {
-				return dst, 0, errBigMultibulk
+		count, nl, ok := shortHeader(buf, '*')
+		if !ok {
+			nl = lineEnd(buf, '\r')
+			if nl < 0 {
+				if len(buf) > InlineMax {
+					return dst, 0, errBigMultibulk
+				}
+				return dst, 0, nil
 			}
-			return dst, 0, nil
-		}
-		if nl+1 >= len(buf) {
-			return dst, 0, nil
-		}
-		count, ok := ParseInt(buf[1:nl])
-		if !ok || count > maxMultibulk {
-			return dst, 0, errInvalidMultibulk
+			if nl+1 >= len(buf) {
+				return dst, 0, nil
+			}
+			if count, ok = ParseInt(buf[1:nl]); !ok || count > maxMultibulk {
+				return dst, 0, errInvalidMultibulk
+			}
 		}
 		if count > unauthMultibulk && lim.AuthRequired {
 			return dst, 0, errUnauthMultibulk
@@ -107,26 +109,32 @@ func (p *Parser) ParseAppend(dst [][]byte, buf []byte, lim Limits) (argv [][]byt
 	for p.left > 0 {
 		if p.bulk < 0 {
 			rest := buf[p.pos:]
-			if len(rest) == 0 {
-				return dst, 0, nil
-			}
-			nl := lineEnd(rest, '\r')
-			if nl < 0 {
-				if len(rest) > InlineMax {
-					p.reset()
-					return dst, 0, errBigBulk
+			size, nl, ok := shortHeader(rest, '$')
+			if !ok {
+				if len(rest) == 0 {
+					return dst, 0, nil
 				}
-				return dst, 0, nil
+				nl = lineEnd(rest, '\r')
+				if nl < 0 {
+					if len(rest) > InlineMax {
+						p.reset()
+						return dst, 0, errBigBulk
+					}
+					return dst, 0, nil
+				}
+				if nl+1 >= len(rest) {
+					return dst, 0, nil
+				}
+				if rest[0] != '$' {
+					p.reset()
+					return dst, 0, ProtocolError("expected '$', got '" + string(rest[0]) + "'")
+				}
+				if size, ok = ParseInt(rest[1:nl]); !ok || size < 0 {
+					p.reset()
+					return dst, 0, errInvalidBulk
+				}
 			}
-			if nl+1 >= len(rest) {
-				return dst, 0, nil
-			}
-			if rest[0] != '$' {
-				p.reset()
-				return dst, 0, ProtocolError("expected '$', got '" + string(rest[0]) + "'")
-			}
-			size, ok := ParseInt(rest[1:nl])
-			if !ok || size < 0 || size > lim.MaxBulkLen {
+			if size > lim.MaxBulkLen {
 				p.reset()
 				return dst, 0, errInvalidBulk
 			}
@@ -166,6 +174,25 @@ func (p *Parser) Need() int {
 
 func (p *Parser) reset() {
 	p.inMulti, p.left, p.pos, p.bulk = false, 0, 0, -1
+}
+
+// shortHeader reads the usual header of a multibulk request or a bulk
+// string at the start of b: kind ('*' or '$'), one to nine digits without
+// a leading zero, then "\r" and a byte after it. It returns the number and
+// the offset of the "\r"; ok is false for anything else, which the
+// general path reads.
+func shortHeader(b []byte, kind byte) (n int64, nl int, ok bool) {
+	if len(b) < 4 || b[0] != kind || b[1] < '1' || b[1] > '9' {
+		return 0, 0, false
+	}
+	i := 1
+	for ; i < len(b) && i <= 9 && '0' <= b[i] && b[i] <= '9'; i++ {
+		n = n*10 + int64(b[i]-'0')
+	}
+	if i+1 >= len(b) || b[i] != '\r' {
+		return 0, 0, false
+	}
+	return n, i, true
 }
 
 // lineEnd is the index of the first c in b, or -1 when there is none

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,6 +87,11 @@ var parseCases = []parseCase{
 	{name: "bulk -0", in: "*1\r\n$-0\r\n", err: "invalid bulk length"},
 	{name: "bulk lf only", in: "*1\r\n$4\nPING\r\n", err: "invalid bulk length"},
 	{name: "bulk over max", in: "*1\r\n$536870913\r\n", err: "invalid bulk length"},
+	{name: "bulk ten digits", in: "*1\r\n$1000000000\r\n", err: "invalid bulk length"},
+	{name: "bulk leading zero", in: "*1\r\n$01\r\nx\r\n", err: "invalid bulk length"},
+	{name: "bulk plus", in: "*1\r\n$+1\r\nx\r\n", err: "invalid bulk length"},
+	{name: "bulk space after", in: "*1\r\n$1 \r\nx\r\n", err: "invalid bulk length"},
+	{name: "bulk zero", in: "*2\r\n$4\r\nECHO\r\n$0\r\n\r\n", want: [][]string{{"ECHO", ""}}},
 	{name: "no dollar", in: "*1\r\nx4\r\nPING\r\n", err: "expected '$', got 'x'"},
 	{name: "no dollar after command", in: "*1\r\n$4\r\nPING\r\n*1\r\n*4\r\n", want: cmds("PING"), err: "expected '$', got '*'"},
 	{name: "mbulk count too big", in: "*1" + strings.Repeat("1", InlineMax-1), err: "too big mbulk count string"},
@@ -475,4 +481,26 @@ func redisExchange(t *testing.T, addr string, unauth bool, in string, n int, clo
 		t.Fatalf("reading %d bytes: %v", n, err)
 	}
 	return got
+}
+
+// BenchmarkParseGetbits parses a GETBITS of 500 offsets: 502 short bulk
+// strings, the shape of a batch check.
+func BenchmarkParseGetbits(b *testing.B) {
+	req := []byte("*502\r\n$7\r\nGETBITS\r\n$15\r\nonline:bitmap:0\r\n")
+	for i := range 500 {
+		off := strconv.Itoa(12345678 + i*7919)
+		req = fmt.Appendf(req, "$%d\r\n%s\r\n", len(off), off)
+	}
+	var p Parser
+	var args [][]byte
+	lim := Limits{MaxBulkLen: DefaultMaxBulkLen}
+	b.SetBytes(int64(len(req)))
+	for b.Loop() {
+		var n int
+		var err error
+		args, n, err = p.ParseAppend(args[:0], req, lim)
+		if err != nil || n != len(req) || len(args) != 502 {
+			b.Fatalf("parsed %d args in %d of %d bytes: %v", len(args), n, len(req), err)
+		}
+	}
 }
