@@ -35,13 +35,7 @@ func TestGather(t *testing.T) {
 		t.Helper()
 		got := make(chan []*request, 1)
 		go func() { got <- b.take() }()
-		select {
-		case reqs := <-got:
-			return reqs
-		case <-time.After(10 * time.Second):
-			t.Fatal("take is still waiting")
-			return nil
-		}
+		return receive(t, got, "take is still waiting")
 	}
 
 	t.Run("waits for the callers answered", func(t *testing.T) {
@@ -60,13 +54,8 @@ func TestGather(t *testing.T) {
 			}
 		}
 		queue(b, 2)
-		select {
-		case reqs := <-got:
-			if len(reqs) != 3 {
-				t.Fatalf("took %d batches, want the 3 callers answered", len(reqs))
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("take is still waiting with the 3 callers back")
+		if reqs := receive(t, got, "take is still waiting with the 3 callers back"); len(reqs) != 3 {
+			t.Fatalf("took %d batches, want the 3 callers answered", len(reqs))
 		}
 	})
 	for _, tc := range []struct {
@@ -91,5 +80,19 @@ func TestGather(t *testing.T) {
 				t.Fatalf("took %d batches, want %d", len(got), tc.want)
 			}
 		})
+	}
+}
+
+// receive returns the value ch delivers, or fails the test with stuck if
+// none comes within 10 s.
+func receive[T any](t *testing.T, ch <-chan T, stuck string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal(stuck)
+		var zero T
+		return zero
 	}
 }

@@ -38,13 +38,7 @@ func TestForwardGather(t *testing.T) {
 	}
 	wait := func(t *testing.T, got <-chan []*forward) []*forward {
 		t.Helper()
-		select {
-		case fs := <-got:
-			return fs
-		case <-time.After(10 * time.Second):
-			t.Fatal("the call is still gathering")
-			return nil
-		}
+		return receive(t, got, "the call is still gathering")
 	}
 	gathering := func(g *forwardGroup) bool {
 		g.mu.Lock()
