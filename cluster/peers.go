@@ -105,8 +105,8 @@ func (p *RESPPeers) Forward(ctx context.Context, addr string, cmds []store.Comma
 	// Counted before the callers hear back, so that the call any of
 	// them makes next gathers the others.
 	g.called(len(fs), time.Since(sent))
-	for _, f := range fs {
-		f.wake <- false
+	for _, answered := range fs {
+		answered.wake <- false
 	}
 	g.handOff()
 	<-f.wake
@@ -152,6 +152,8 @@ func (p *RESPPeers) forwarding(addr string) *forwardGroup {
 	return g
 }
 
+// newForwardGroup returns an empty forward group that gathers within the
+// default bounds.
 func newForwardGroup() *forwardGroup {
 	return &forwardGroup{arrived: make(chan struct{}, 1), bounds: defaultGather}
 }
