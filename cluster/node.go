@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -282,10 +283,11 @@ func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotS
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("cluster: opening snapshots in %s: %w", n.cfg.Dir, err)
 	}
-	if err := verifySnapshot(snaps, n.cfg.Dir); err != nil {
+	snapIndex, err := verifySnapshot(snaps, n.cfg.Dir)
+	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := verifyLog(bolt, path); err != nil {
+	if err := verifyLog(bolt, snapIndex, path); err != nil {
 		return nil, nil, nil, err
 	}
 	return logs, bolt, snaps, nil
@@ -302,16 +304,17 @@ func openBolt(opts raftboltdb.Options) (store *raftboltdb.BoltStore, err error) 
 	return raftboltdb.New(opts)
 }
 
-// verifySnapshot checks the checksums of the newest snapshot in dir.
+// verifySnapshot checks the checksums of the newest snapshot in dir and
+// returns the index of the last entry it holds (0 without a snapshot).
 // Raft would fall back to an older snapshot, whose log may be compacted
 // away: a node refuses to start instead.
-func verifySnapshot(snaps *raft.FileSnapshotStore, dir string) error {
+func verifySnapshot(snaps *raft.FileSnapshotStore, dir string) (index uint64, err error) {
 	list, err := snaps.List()
 	if err != nil {
-		return fmt.Errorf("cluster: listing snapshots in %s: %w", dir, err)
+		return 0, fmt.Errorf("cluster: listing snapshots in %s: %w", dir, err)
 	}
 	if len(list) == 0 {
-		return nil
+		return 0, nil
 	}
 	path := filepath.Join(dir, "snapshots", list[0].ID, "state.bin")
 	_, rc, err := snaps.Open(list[0].ID)
@@ -326,15 +329,19 @@ func verifySnapshot(snaps *raft.FileSnapshotStore, dir string) error {
 		rc.Close()
 	}
 	if err != nil {
-		return fmt.Errorf("cluster: snapshot %s is damaged, refusing to start without it: %w", path, err)
+		return 0, fmt.Errorf("cluster: snapshot %s is damaged, refusing to start without it: %w", path, err)
 	}
-	return nil
+	return list[0].Index, nil
 }
 
 // verifyLog checks the checksum of every entry of commands in the log
 // at path, so that a damaged log stops the node at start rather than
-// being skipped when replayed.
-func verifyLog(logs raft.LogStore, path string) (err error) {
+// being skipped when replayed. The entries after snapIndex, the newest
+// snapshot's, are the ones replayed, and must all be there. Up to it the
+// log may lack runs of entries: a follower that installed a snapshot
+// keeps what it had of the log before it, and appends the entries after
+// it (raft never reads the gap, and its stores need not be contiguous).
+func verifyLog(logs raft.LogStore, snapIndex uint64, path string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("cluster: raft log %s is damaged, refusing to start: %v", path, r)
@@ -350,7 +357,12 @@ func verifyLog(logs raft.LogStore, path string) (err error) {
 	}
 	for i := first; i <= last && i > 0; i++ {
 		var l raft.Log
-		if err := logs.GetLog(i, &l); err != nil {
+		err := logs.GetLog(i, &l)
+		if errors.Is(err, raft.ErrLogNotFound) && i <= snapIndex {
+			i = pastGap(logs, i, min(snapIndex+1, last)) - 1
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("cluster: raft log %s: entry %d: %w", path, i, err)
 		}
 		if l.Type != raft.LogCommand {
@@ -361,6 +373,29 @@ func verifyLog(logs raft.LogStore, path string) (err error) {
 		}
 	}
 	return nil
+}
+
+// pastGap returns the first index after the run of missing entries
+// that starts at i, looking no further than limit (which it returns if it
+// gets there). It steps ahead in doubling strides, then bisects the last
+// one, so a gap of any length costs a few dozen lookups. Should the
+// strides step over entries that another gap follows, those go
+// unchecked: they are older than the snapshot, and never replayed here.
+func pastGap(logs raft.LogStore, i, limit uint64) uint64 {
+	has := func(j uint64) bool {
+		var l raft.Log
+		return !errors.Is(logs.GetLog(j, &l), raft.ErrLogNotFound)
+	}
+	missing, found := i, limit // missing lacks its entry; found has it, or is limit
+	for stride := uint64(1); missing+stride < limit; stride *= 2 {
+		if has(missing + stride) {
+			found = missing + stride
+			break
+		}
+		missing += stride
+	}
+	between := int(found - missing - 1)
+	return missing + 1 + uint64(sort.Search(between, func(k int) bool { return has(missing + 1 + uint64(k)) }))
 }
 
 // nodeIDFile names, in a data dir, the file that says which node the

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/presenced/presenced/store"
 )
 
@@ -270,6 +271,60 @@ func TestSnapshotInstall(t *testing.T) {
 	}
 	if got := read(lagging.st, cmd(0, "BITCOUNT", "online"), cmd(2, "EXISTS", "s29")); fmt.Sprint(got) != fmt.Sprint([]string{":30\r\n", ":1\r\n"}) {
 		t.Errorf("after snapshot install: %q", got)
+	}
+}
+
+// TestRestartAfterSnapshotInstall restarts a follower whose log on disk
+// has the gap that installing a snapshot leaves: what it had of the log
+// before the snapshot, then the entries after it. It must start, and
+// catch up.
+func TestRestartAfterSnapshotInstall(t *testing.T) {
+	dirs := map[string]string{}
+	durable := func(cfg *Config) {
+		cfg.TrailingLogs = 2
+		cfg.AppendOnly = true
+		if dirs[cfg.NodeID] == "" {
+			dirs[cfg.NodeID] = t.TempDir()
+		}
+		cfg.Dir = dirs[cfg.NodeID]
+	}
+	c := newTestCluster(t, 3, durable)
+	l := c.leader()
+	var lagging *testNode
+	for _, tn := range c.nodes {
+		if tn != l {
+			lagging = tn
+		}
+	}
+	write := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if err := l.node.Apply([]store.Command{cmd(0, "SETBIT", "online", strconv.Itoa(i*7919), "1")}, new(store.Replies)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(0, 10)
+	c.converge()
+	c.isolate(lagging)
+	write(10, 40)
+	if err := l.node.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	c.heal()
+	write(40, 45)
+	c.converge()
+	if lagging.node.Stats().Restores == 0 {
+		t.Fatal("the lagging follower caught up without a snapshot")
+	}
+	if err := lagging.node.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.start(lagging, false, durable)
+	write(45, 50)
+	c.converge()
+	if got := read(lagging.st, cmd(0, "BITCOUNT", "online")); fmt.Sprint(got) != fmt.Sprint([]string{":50\r\n"}) {
+		t.Errorf("after the restart: %q", got)
 	}
 }
 
@@ -797,6 +852,72 @@ func TestDamagedLog(t *testing.T) {
 	if !strings.Contains(err.Error(), path) || !errors.Is(err, ErrBadEntry) {
 		t.Fatalf("error does not name the damaged log: %v", err)
 	}
+}
+
+// TestVerifyLogGaps checks verifyLog on logs with gaps: those up to the
+// snapshot's index are stepped over in a few lookups however long, the
+// entries on either side are still checked, and an entry missing after
+// the snapshot is damage.
+func TestVerifyLogGaps(t *testing.T) {
+	type span struct{ from, to uint64 }
+	const far = 1 << 20
+	cases := []struct {
+		name      string
+		spans     []span
+		snapIndex uint64
+		damaged   uint64 // an entry to damage, if not 0
+		want      string // in the error; "" for none
+	}{
+		{"contiguous", []span{{1, 100}}, 0, 0, ""},
+		{"gap below the snapshot", []span{{1, 5}, {1000, 1100}}, 999, 0, ""},
+		{"two gaps", []span{{1, 5}, {500, 600}, {1000, 1100}}, 999, 0, ""},
+		{"a long gap", []span{{1, 5}, {far, far + 10}}, far - 1, 0, ""},
+		{"gap past the snapshot", []span{{1, 5}, {1000, 1100}}, 500, 0, "entry 501: log not found"},
+		{"damage after a gap", []span{{1, 5}, {far, far + 10}}, far - 1, far + 5, "damaged at entry 1048581"},
+		{"damage before a gap", []span{{1, 5}, {1000, 1100}}, 999, 3, "damaged at entry 3"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &countingLogs{LogStore: raft.NewInmemStore()}
+			for _, sp := range tc.spans {
+				for i := sp.from; i <= sp.to; i++ {
+					b := []store.Command{cmd(0, "SET", "k", strconv.FormatUint(i, 10))}
+					data := encodeEntry(1, [][]store.Command{b}, [][]byte{nil})
+					if i == tc.damaged {
+						data[len(data)/2] ^= 0x5a
+					}
+					if err := logs.StoreLog(&raft.Log{Index: i, Type: raft.LogCommand, Data: data}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			err := verifyLog(logs, tc.snapIndex, "raft.db")
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("got %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			}
+			entries := uint64(0)
+			for _, sp := range tc.spans {
+				entries += sp.to - sp.from + 1
+			}
+			if logs.reads > entries+200 {
+				t.Errorf("%d lookups for %d entries", logs.reads, entries)
+			}
+		})
+	}
+}
+
+// countingLogs counts the entries read from a log store.
+type countingLogs struct {
+	raft.LogStore
+	reads uint64
+}
+
+func (c *countingLogs) GetLog(index uint64, l *raft.Log) error {
+	c.reads++
+	return c.LogStore.GetLog(index, l)
 }
 
 // durableConfig is testConfig for a one-node cluster that keeps its log
