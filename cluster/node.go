@@ -334,13 +334,14 @@ func verifySnapshot(snaps *raft.FileSnapshotStore, dir string) (index uint64, er
 	return list[0].Index, nil
 }
 
-// verifyLog checks the checksum of every entry of commands in the log
-// at path, so that a damaged log stops the node at start rather than
-// being skipped when replayed. The entries after snapIndex, the newest
-// snapshot's, are the ones replayed, and must all be there. Up to it the
-// log may lack runs of entries: a follower that installed a snapshot
-// keeps what it had of the log before it, and appends the entries after
-// it (raft never reads the gap, and its stores need not be contiguous).
+// verifyLog checks the index of every entry in the log at path, and the
+// checksum of every entry of commands, so that a damaged log stops the
+// node at start rather than being skipped when replayed. The entries
+// after snapIndex, the newest snapshot's, are the ones replayed, and must
+// all be there. Up to it the log may lack runs of entries: a follower
+// that installed a snapshot keeps what it had of the log before it, and
+// appends the entries after it (raft never reads the gap, and its stores
+// need not be contiguous).
 func verifyLog(logs raft.LogStore, snapIndex uint64, path string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -364,6 +365,11 @@ func verifyLog(logs raft.LogStore, snapIndex uint64, path string) (err error) {
 		}
 		if err != nil {
 			return fmt.Errorf("cluster: raft log %s: entry %d: %w", path, i, err)
+		}
+		if l.Index != i {
+			// A page of an older commit, where this one's never
+			// reached the disk.
+			return fmt.Errorf("cluster: raft log %s is damaged at entry %d, refusing to start: it holds entry %d", path, i, l.Index)
 		}
 		if l.Type != raft.LogCommand {
 			continue

@@ -866,19 +866,21 @@ func TestVerifyLogGaps(t *testing.T) {
 		spans     []span
 		snapIndex uint64
 		damaged   uint64 // an entry to damage, if not 0
+		stale     uint64 // an entry that reads as the one before it, if not 0
 		want      string // in the error; "" for none
 	}{
-		{"contiguous", []span{{1, 100}}, 0, 0, ""},
-		{"gap below the snapshot", []span{{1, 5}, {1000, 1100}}, 999, 0, ""},
-		{"two gaps", []span{{1, 5}, {500, 600}, {1000, 1100}}, 999, 0, ""},
-		{"a long gap", []span{{1, 5}, {far, far + 10}}, far - 1, 0, ""},
-		{"gap past the snapshot", []span{{1, 5}, {1000, 1100}}, 500, 0, "entry 501: log not found"},
-		{"damage after a gap", []span{{1, 5}, {far, far + 10}}, far - 1, far + 5, "damaged at entry 1048581"},
-		{"damage before a gap", []span{{1, 5}, {1000, 1100}}, 999, 3, "damaged at entry 3"},
+		{"contiguous", []span{{1, 100}}, 0, 0, 0, ""},
+		{"gap below the snapshot", []span{{1, 5}, {1000, 1100}}, 999, 0, 0, ""},
+		{"two gaps", []span{{1, 5}, {500, 600}, {1000, 1100}}, 999, 0, 0, ""},
+		{"a long gap", []span{{1, 5}, {far, far + 10}}, far - 1, 0, 0, ""},
+		{"gap past the snapshot", []span{{1, 5}, {1000, 1100}}, 500, 0, 0, "entry 501: log not found"},
+		{"damage after a gap", []span{{1, 5}, {far, far + 10}}, far - 1, far + 5, 0, "damaged at entry 1048581"},
+		{"damage before a gap", []span{{1, 5}, {1000, 1100}}, 999, 3, 0, "damaged at entry 3"},
+		{"an older entry in place", []span{{1, 100}}, 0, 0, 40, "damaged at entry 40, refusing to start: it holds entry 39"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			logs := &countingLogs{LogStore: raft.NewInmemStore()}
+			logs := &countingLogs{LogStore: raft.NewInmemStore(), stale: tc.stale}
 			for _, sp := range tc.spans {
 				for i := sp.from; i <= sp.to; i++ {
 					b := []store.Command{cmd(0, "SET", "k", strconv.FormatUint(i, 10))}
@@ -909,14 +911,20 @@ func TestVerifyLogGaps(t *testing.T) {
 	}
 }
 
-// countingLogs counts the entries read from a log store.
+// countingLogs counts the entries read from a log store; if stale is not
+// 0, that entry reads as the one before it, as a page of an older commit
+// left in place would.
 type countingLogs struct {
 	raft.LogStore
 	reads uint64
+	stale uint64
 }
 
 func (c *countingLogs) GetLog(index uint64, l *raft.Log) error {
 	c.reads++
+	if index == c.stale {
+		index--
+	}
 	return c.LogStore.GetLog(index, l)
 }
 
