@@ -652,6 +652,40 @@ func (n *Node) leaderReadIndex() (uint64, error) {
 	return index, nil
 }
 
+// soleVoterReadIndex returns the commit index as a read index, without
+// asking anyone, when this node leads a cluster in which it is the only
+// voter, as a standalone node does, and reports whether it did. No other
+// node can lead then: a leader of a later term needs this node's vote,
+// and raft steps down before it grants one, and the configuration can
+// only gain a voter through this leader's own log. So a commit index read
+// while this node leads, in a term in which it has committed an entry,
+// covers every write acknowledged before the read.
+func (n *Node) soleVoterReadIndex() (uint64, bool) {
+	term := n.raft.CurrentTerm()
+	if n.raft.State() != raft.Leader || n.ready.get() < term || !n.soleVoter() {
+		return 0, false
+	}
+	index := n.raft.CommitIndex()
+	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
+		return 0, false
+	}
+	return index, true
+}
+
+// soleVoter reports whether this node is the only voter of the latest
+// configuration raft knows.
+func (n *Node) soleVoter() bool {
+	voters := 0
+	self := false
+	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+			self = self || s.ID == raft.ServerID(n.cfg.NodeID)
+		}
+	}
+	return voters == 1 && self
+}
+
 func (n *Node) followerReadIndex() (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
 	defer cancel()
@@ -677,21 +711,23 @@ func (n *Node) followerReadIndex() (uint64, error) {
 // ReadBarrier waits until this node's store reflects every write
 // acknowledged before the call, by any node: reads after it are
 // linearizable. It asks the leader for a read index (this node's own if it
-// leads) and waits until the store has applied it. Concurrent calls share
-// the request to the leader. It fails with ErrNoLeader when no leader
+// leads; without asking anyone if it is the only voter) and waits until
+// the store has applied it. Concurrent calls share the request to the
+// leader. It fails with ErrNoLeader when no leader
 // could be asked, and with ErrBehind when the store did not apply the
 // index within Config.LeaderWait.
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	var index uint64
 	err := ErrNotLeader
-	if n.raft.State() == raft.Leader {
+	if i, ok := n.soleVoterReadIndex(); ok {
+		index, err = i, nil
+	} else if n.raft.State() == raft.Leader {
 		// The common case, without a timer: the leader's own round is
-		// bounded (by LeaderWait and the leader lease), and the store
-		// has usually applied the commit index already.
+		// bounded (by LeaderWait and the leader lease).
 		index, err = n.leaderReads.do(ctx)
-		if err == nil && n.fsm.applied.get() >= index {
-			return nil
-		}
+	}
+	if err == nil && n.fsm.applied.get() >= index {
+		return nil // the store has usually applied the index already
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.LeaderWait)
 	defer cancel()

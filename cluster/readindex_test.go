@@ -303,3 +303,80 @@ func TestIsolatedLeaderReadBarrier(t *testing.T) {
 		t.Errorf("healed node reads %q after ReadBarrier", got)
 	}
 }
+
+// TestSoleVoterReadBarrier checks reads on a node that is its cluster's
+// only voter, as a standalone node is: they pass ReadBarrier without a
+// round through raft's leader loop and see every write applied before.
+// Once a second voter joins, they take rounds again, so a leader cut off
+// from it refuses reads; once it is removed, they stop again.
+func TestSoleVoterReadBarrier(t *testing.T) {
+	c := newTestCluster(t, 1, func(cfg *Config) { cfg.LeaderWait = time.Second })
+	l := c.leader()
+	var rounds sync.Map // a count per phase, so a late round counts where it started
+	phase := "alone"
+	count := func(phase string) int64 {
+		v, _ := rounds.LoadOrStore(phase, new(int64))
+		return *v.(*int64)
+	}
+	inner := l.node.leaderReads.fn
+	var mu sync.Mutex
+	l.node.leaderReads.fn = func() (uint64, error) {
+		mu.Lock()
+		v, _ := rounds.LoadOrStore(phase, new(int64))
+		*v.(*int64)++
+		mu.Unlock()
+		return inner()
+	}
+	setPhase := func(p string) { mu.Lock(); phase = p; mu.Unlock() }
+	readsAfterWrites := func(n int) {
+		t.Helper()
+		for i := range n {
+			v := strconv.Itoa(i)
+			if err := l.node.Apply([]store.Command{cmd(0, "SET", "k", v)}, new(store.Replies)); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.node.ReadBarrier(c.ctx); err != nil {
+				t.Fatalf("ReadBarrier: %v", err)
+			}
+			if got := read(l.st, cmd(0, "GET", "k"))[0]; got != "$"+strconv.Itoa(len(v))+"\r\n"+v+"\r\n" {
+				t.Fatalf("GET after ReadBarrier: %q, wrote %s", got, v)
+			}
+		}
+	}
+
+	readsAfterWrites(50)
+	mu.Lock()
+	if n := count("alone"); n != 0 {
+		t.Errorf("a sole voter took %d read index rounds", n)
+	}
+	mu.Unlock()
+
+	setPhase("pair")
+	n2 := c.join("n2", func(cfg *Config) { cfg.LeaderWait = time.Second })
+	readsAfterWrites(5)
+	mu.Lock()
+	if n := count("pair"); n == 0 {
+		t.Error("with two voters, reads took no read index round")
+	}
+	mu.Unlock()
+	c.isolate(n2)
+	if err := l.node.ReadBarrier(c.ctx); err == nil {
+		t.Fatal("a leader cut off from the other voter passed ReadBarrier")
+	}
+	c.heal()
+	c.leader()
+	if err := c.leader().node.RemoveServer(c.ctx, "n2"); err != nil {
+		t.Fatal(err)
+	}
+	c.kill(n2)
+	if c.leader() != l {
+		t.Fatal("n1 does not lead once n2 is removed")
+	}
+	setPhase("alone again")
+	readsAfterWrites(50)
+	mu.Lock()
+	if n := count("alone again"); n != 0 {
+		t.Errorf("a voter left alone took %d read index rounds", n)
+	}
+	mu.Unlock()
+}
