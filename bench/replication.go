@@ -15,7 +15,7 @@ import (
 
 // Row groups, in the order they run; -only selects some.
 const (
-	groupHeartbeats = "heartbeats" // SETBIT and GETBIT, default modes
+	groupHeartbeats = "heartbeats" // SETBIT and GETBIT, no persistence
 	groupData       = "data"       // BITCOUNT and memory of loaded data sets
 	groupModes      = "modes"      // SETBIT in each persistence mode, one node
 	groupCluster    = "cluster"    // SETBIT on a three-node cluster
