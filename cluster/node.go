@@ -713,9 +713,9 @@ func (n *Node) followerReadIndex() (uint64, error) {
 // linearizable. It asks the leader for a read index (this node's own if it
 // leads; without asking anyone if it is the only voter) and waits until
 // the store has applied it. Concurrent calls share the request to the
-// leader. It fails with ErrNoLeader when no leader
-// could be asked, and with ErrBehind when the store did not apply the
-// index within Config.LeaderWait.
+// leader. It fails with ErrNoLeader when no leader could be asked, and
+// with ErrBehind when the store did not apply the index within
+// Config.LeaderWait.
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	var index uint64
 	err := ErrNotLeader
