@@ -328,6 +328,14 @@ func TestSoleVoterReadBarrier(t *testing.T) {
 		return inner()
 	}
 	setPhase := func(p string) { mu.Lock(); phase = p; mu.Unlock() }
+	// A leader reads through rounds until it has committed an entry in
+	// its term (see becomeReady).
+	waitReady := func() {
+		t.Helper()
+		if err := l.node.ready.wait(c.ctx, l.node.raft.CurrentTerm()); err != nil {
+			t.Fatalf("n1 never ready to read: %v", err)
+		}
+	}
 	readsAfterWrites := func(n int) {
 		t.Helper()
 		for i := range n {
@@ -344,6 +352,7 @@ func TestSoleVoterReadBarrier(t *testing.T) {
 		}
 	}
 
+	waitReady()
 	readsAfterWrites(50)
 	mu.Lock()
 	if n := count("alone"); n != 0 {
@@ -372,6 +381,7 @@ func TestSoleVoterReadBarrier(t *testing.T) {
 	if c.leader() != l {
 		t.Fatal("n1 does not lead once n2 is removed")
 	}
+	waitReady()
 	setPhase("alone again")
 	readsAfterWrites(50)
 	mu.Lock()
