@@ -312,22 +312,19 @@ func TestIsolatedLeaderReadBarrier(t *testing.T) {
 func TestSoleVoterReadBarrier(t *testing.T) {
 	c := newTestCluster(t, 1, func(cfg *Config) { cfg.LeaderWait = time.Second })
 	l := c.leader()
-	var rounds sync.Map // a count per phase, so a late round counts where it started
-	phase := "alone"
-	count := func(phase string) int64 {
-		v, _ := rounds.LoadOrStore(phase, new(int64))
-		return *v.(*int64)
-	}
-	inner := l.node.leaderReads.fn
+	// Rounds are counted per phase, in the phase in which they start.
 	var mu sync.Mutex
+	rounds := map[string]int{}
+	phase := "alone"
+	count := func(p string) int { mu.Lock(); defer mu.Unlock(); return rounds[p] }
+	setPhase := func(p string) { mu.Lock(); phase = p; mu.Unlock() }
+	inner := l.node.leaderReads.fn
 	l.node.leaderReads.fn = func() (uint64, error) {
 		mu.Lock()
-		v, _ := rounds.LoadOrStore(phase, new(int64))
-		*v.(*int64)++
+		rounds[phase]++
 		mu.Unlock()
 		return inner()
 	}
-	setPhase := func(p string) { mu.Lock(); phase = p; mu.Unlock() }
 	// A leader reads through rounds until it has committed an entry in
 	// its term (see becomeReady).
 	waitReady := func() {
@@ -354,20 +351,16 @@ func TestSoleVoterReadBarrier(t *testing.T) {
 
 	waitReady()
 	readsAfterWrites(50)
-	mu.Lock()
 	if n := count("alone"); n != 0 {
 		t.Errorf("a sole voter took %d read index rounds", n)
 	}
-	mu.Unlock()
 
 	setPhase("pair")
 	n2 := c.join("n2", func(cfg *Config) { cfg.LeaderWait = time.Second })
 	readsAfterWrites(5)
-	mu.Lock()
-	if n := count("pair"); n == 0 {
+	if count("pair") == 0 {
 		t.Error("with two voters, reads took no read index round")
 	}
-	mu.Unlock()
 	c.isolate(n2)
 	if err := l.node.ReadBarrier(c.ctx); err == nil {
 		t.Fatal("a leader cut off from the other voter passed ReadBarrier")
@@ -384,9 +377,7 @@ func TestSoleVoterReadBarrier(t *testing.T) {
 	waitReady()
 	setPhase("alone again")
 	readsAfterWrites(50)
-	mu.Lock()
 	if n := count("alone again"); n != 0 {
 		t.Errorf("a voter left alone took %d read index rounds", n)
 	}
-	mu.Unlock()
 }
