@@ -60,6 +60,9 @@ var persistenceModes = []mode{
 		redis:     []string{"--appendonly", "yes", "--appendfsync", "everysec"}},
 }
 
+// noPersistence is the mode in which neither server writes to disk.
+var noPersistence = persistenceModes[0]
+
 // redisAlways is redis-server's mode that matches presenced's default.
 var redisAlways = persistenceModes[1].redis
 
