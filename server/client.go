@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -33,9 +34,13 @@ type client struct {
 	argv    [][]byte      // arguments of the requests parsed from in, reused per read
 	out     store.Replies // replies not yet written
 	pending []store.Command
-	db      int
-	authed  bool
-	closing bool // close after writing out
+	// lastName and lastSpec are the latest command name dispatch looked
+	// up (as sent) and its entry: a pipeline mostly repeats one command.
+	lastName []byte
+	lastSpec *proto.Spec
+	db       int
+	authed   bool
+	closing  bool // close after writing out
 
 	// peer marks another node's connection: its writes are applied here
 	// or refused, never forwarded again.
@@ -219,7 +224,7 @@ func (c *client) writeOut() error {
 // arity, authentication), then queues it in MULTI, batches it for the
 // store, or runs it as a server command.
 func (c *client) dispatch(args [][]byte) {
-	spec := proto.Lookup(args[0])
+	spec := c.lookup(args[0])
 	if spec == nil {
 		c.reject(nil, proto.ErrUnknownCommand(args))
 		return
@@ -251,6 +256,22 @@ func (c *client) dispatch(args [][]byte) {
 	c.flushPending()
 	c.runServerCommand(spec, args)
 }
+
+// lookup is proto.Lookup with a cache of one name, spelled as sent.
+func (c *client) lookup(name []byte) *proto.Spec {
+	if c.lastSpec != nil && bytes.Equal(name, c.lastName) {
+		return c.lastSpec
+	}
+	spec := proto.Lookup(name)
+	if spec != nil && len(name) <= maxCachedName {
+		c.lastName, c.lastSpec = append(c.lastName[:0], name...), spec
+	}
+	return spec
+}
+
+// maxCachedName bounds the names lookup keeps a copy of; every
+// command's name is shorter.
+const maxCachedName = 32
 
 // reject answers a request that was refused before running. Inside MULTI
 // it also dooms the transaction, as in Redis.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/presenced/presenced/proto"
 	"github.com/presenced/presenced/server/redisserver"
 )
 
@@ -92,5 +93,26 @@ func BenchmarkHeartbeatPipeline(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		roundTrip(b, nc, r, p, 64)
+	}
+}
+
+// TestLookupCache checks the client's one-name cache of the command
+// table: it answers as proto.Lookup does whatever came before, and keeps
+// its own copy of the name, since the name's bytes are the input buffer,
+// which the next read overwrites.
+func TestLookupCache(t *testing.T) {
+	for _, spec := range proto.Commands {
+		if len(spec.Name) > maxCachedName {
+			t.Errorf("command %q is longer than the %d bytes lookup caches", spec.Name, maxCachedName)
+		}
+	}
+	var c client
+	buf := make([]byte, 0, 16)
+	names := []string{"getbit", "GETBIT", "setbit", "nosuchcommand", "SetBit", "getbit", "bitcount"}
+	for _, name := range names {
+		buf = append(buf[:0], name...) // the same array, as the input is reused
+		if got, want := c.lookup(buf), proto.Lookup([]byte(name)); got != want {
+			t.Fatalf("lookup(%q) after %q = %v, want %v", name, c.lastName, got, want)
+		}
 	}
 }
