@@ -163,7 +163,8 @@ func (t *bitTimers) deadline(off uint32) (int64, bool) {
 // commands the state machine reads ahead of (see warm and warmArms).
 const warmChunk = 64
 
-// warm reads the words of offs' blocks that arming them reads: most are
+// warm reads the words of offs' blocks that arming them reads, and for
+// bits not armed the ends of the deadlines an insert moves: most are
 // cache misses in a large key, and reading them in a loop of independent
 // loads lets the processor wait for several at once, where arming them
 // one by one waits for each in turn. t may be nil. It returns a sum of
@@ -178,7 +179,14 @@ func (t *bitTimers) warm(offs []uint64) uint64 {
 	for _, off := range offs {
 		if b := t.blocks.get(uint32(off >> blockShift)); b != nil {
 			bit := uint(off & (blockSize - 1))
-			sum += b.armed[bit/64] + uint64(b.mins[bit/64]) + uint64(len(b.dl))
+			w := b.armed[bit/64]
+			sum += w + uint64(b.mins[bit/64])
+			if n := len(b.dl); n > 0 && w&(1<<(bit%64)) == 0 {
+				// Arming a bit not armed moves the deadlines after
+				// its rank (about bit*n/blockSize, ids spread evenly)
+				// up to the last.
+				sum += uint64(b.dl[int(bit)*n/blockSize]) + uint64(b.dl[n-1])
+			}
 		}
 	}
 	return sum
