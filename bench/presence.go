@@ -131,6 +131,11 @@ func (l loadedIDs) next() uint64 { return l.perm.at(l.rank.next()) }
 
 // presence runs the rows of the per-bit expiry issue.
 func (s *suite) presence() error {
+	own, err := s.bitsetexVsSetbit()
+	if err != nil {
+		return err
+	}
+	s.rep.Groups = append(s.rep.Groups, own)
 	recipes := s.recipesGroup()
 	if err := s.presenceOnePair(&recipes); err != nil {
 		return err
@@ -143,25 +148,15 @@ func (s *suite) presence() error {
 	return s.expiry()
 }
 
-// presenceOnePair measures BITSETEX against SETBIT on presenced (a group
-// of its own), then GETBITS and the bit-TTL rule against the Redis
-// recipes (rows of recipes), on one pair of servers.
+// presenceOnePair measures GETBITS and the bit-TTL rule against the
+// Redis recipes (rows of recipes) on one pair of servers, both without
+// persistence.
 func (s *suite) presenceOnePair(recipes *Group) error {
-	p, err := startPair(s.cfg)
+	p, err := startPairIn(s.cfg, noPersistence)
 	if err != nil {
 		return err
 	}
 	defer p.close()
-	own, err := s.bitsetexVsSetbit(targetOf(p[0]))
-	if err != nil {
-		return err
-	}
-	s.rep.Groups = append(s.rep.Groups, own)
-	// The bits BITSETEX armed would expire during the rows below: drop
-	// them, so that each row measures its own workload.
-	if err := send(p[0], "DEL", expiringKey); err != nil {
-		return err
-	}
 	ds := dataset{ids: s.cfg.SmallIDs, space: s.cfg.Space}
 	for i, srv := range p {
 		if err := s.fillChecked(serverNames[i], srv, ds); err != nil {
@@ -194,24 +189,41 @@ func (s *suite) presenceOnePair(recipes *Group) error {
 	return nil
 }
 
-// bitsetexVsSetbit measures BITSETEX heartbeats against SETBIT ones, both
-// on the presenced at pres.
-func (s *suite) bitsetexVsSetbit(pres target) (Group, error) {
+// bitsetexVsSetbit measures BITSETEX heartbeats against SETBIT ones on
+// presenced, in each mode on a fresh presenced of its own.
+func (s *suite) bitsetexVsSetbit() (Group, error) {
 	g := Group{Title: "Per-bit expiry: BITSETEX vs SETBIT, both on presenced", Throughput: true, Columns: bitsetexColumns, Unit: "ids", Note: fmt.Sprintf(
-		"Both columns are presenced, in the same runs (alternating): `BITSETEX %s %d <random id>...` against presenced's own `SETBIT %s <random id> 1`, 64 ids per round trip on each connection either way (one BITSETEX of 64 ids, or 64 pipelined commands); the ratio is BITSETEX / SETBIT. Redis has no BITSETEX. Most ids of the 1-id row are those the 64-id row sent: BITSETEX re-arms bits it armed (each re-arm a write, through the log), SETBIT sets bits already set (a heartbeat that changes nothing, answered without the log).",
+		"Both columns are presenced, in the same runs (alternating): `BITSETEX %s %d <random id>...` against presenced's own `SETBIT %s <random id> 1`, 64 ids per round trip on each connection either way (one BITSETEX of 64 ids, or 64 pipelined commands); the ratio is BITSETEX / SETBIT. Redis has no BITSETEX. Most ids of the 1-id row are those the 64-id row sent: BITSETEX re-arms bits it armed (each re-arm a write, through the log), SETBIT sets bits already set (a heartbeat that changes nothing, answered without the log). The rows run on a fresh presenced in each mode: `--appendonly no`, and the default (`--appendfsync always`: each re-arm is fsynced before its reply, while the SETBITs write nothing).",
 		expiringKey, heartbeatTTL, heartbeatKey)}
+	for _, m := range []mode{noPersistence, alwaysFsync} {
+		if err := s.bitsetexRows(&g, m); err != nil {
+			return Group{}, err
+		}
+	}
+	return g, nil
+}
+
+// bitsetexRows adds to g the rows of BITSETEX against SETBIT on a fresh
+// presenced in mode m.
+func (s *suite) bitsetexRows(g *Group, m mode) error {
+	srv, err := startPresenced(s.cfg.Presenced, m.presenced...)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	pres := targetOf(srv)
 	for _, w := range []workload{
-		{name: "BITSETEX heartbeats, 64 ids per command", reqs: [2]request{bitsetex(expiringKey, heartbeatTTL, 64), setbitTemplate}},
-		{name: "BITSETEX heartbeats, 1 id per command, pipeline 64", reqs: [2]request{bitsetex(expiringKey, heartbeatTTL, 1), setbitTemplate}},
+		{name: "BITSETEX heartbeats, 64 ids per command, " + m.name, reqs: [2]request{bitsetex(expiringKey, heartbeatTTL, 64), setbitTemplate}},
+		{name: "BITSETEX heartbeats, 1 id per command, pipeline 64, " + m.name, reqs: [2]request{bitsetex(expiringKey, heartbeatTTL, 1), setbitTemplate}},
 	} {
 		w.pipeline, w.random, w.target, w.labels = 64, true, targetBitsetex, bitsetexColumns
 		row, err := s.throughput([2]target{pres, pres}, w)
 		if err != nil {
-			return Group{}, err
+			return err
 		}
 		g.Rows = append(g.Rows, row)
 	}
-	return g, nil
+	return nil
 }
 
 // recipesGroup is the table of presence rows against Redis recipes; its
@@ -219,8 +231,9 @@ func (s *suite) bitsetexVsSetbit(pres target) (Group, error) {
 func (s *suite) recipesGroup() Group {
 	return Group{Title: "Per-bit expiry vs the Redis recipes", Throughput: true, Unit: "ids", Note: fmt.Sprintf(
 		"An op is an id: a heartbeat, or one offset read (a GETBITS query of %d offsets counts %d; queries/s are the figures / %d, with the same ratio). Random ids uniform in the id space, except per-user expiry, whose heartbeats come from the loaded users. "+
+			"GETBITS and the seed pattern run both servers without persistence (presenced `--appendonly no`); per-user expiry runs presenced in its default mode (fsync before each reply) against redis-server without persistence, since its memory row reads anonymous RSS, which with `--appendonly no` would count the log held in memory. "+
 			"GETBITS: `GETBITS %s <%d random offsets>` against %d pipelined `GETBIT %s <offset>`, one query per round trip, on a key loaded with distinct random ids as the data sets are. "+
-			"Seed pattern: presenced `SETBIT %s <id> 1` under the rule `CONFIG SET bit-ttl \"online:* %d\"` against redis-server `SETBIT %s <id> 1` + `EXPIRE %s %d` (the recipe's heartbeat, 2 commands, so 128 commands per round trip); the key of the BITSETEX rows (above) is deleted before GETBITS, so that none of its bits expires during these rows. "+
+			"Seed pattern: presenced `SETBIT %s <id> 1` under the rule `CONFIG SET bit-ttl \"online:* %d\"` against redis-server `SETBIT %s <id> 1` + `EXPIRE %s %d` (the recipe's heartbeat, 2 commands, so 128 commands per round trip). "+
 			"Per-user expiry: presenced `BITSETEX %s %d <id>` against redis-server `ZADD %s <unix ms> <id>`, while one more connection runs the recipe's cleanup, `ZREMRANGEBYSCORE %s -inf <now - %ds>`, once a second, on the key loaded with the users (below).",
 		getbitsOffsets, getbitsOffsets, getbitsOffsets, datasetKey, getbitsOffsets, getbitsOffsets, datasetKey,
 		heartbeatKey, heartbeatTTL, heartbeatKey, heartbeatKey, heartbeatTTL,

@@ -63,8 +63,11 @@ var persistenceModes = []mode{
 // noPersistence is the mode in which neither server writes to disk.
 var noPersistence = persistenceModes[0]
 
+// alwaysFsync is presenced's default mode: fsync before acknowledging.
+var alwaysFsync = persistenceModes[1]
+
 // redisAlways is redis-server's mode that matches presenced's default.
-var redisAlways = persistenceModes[1].redis
+var redisAlways = alwaysFsync.redis
 
 // modes measures SETBIT on one node in each persistence mode against
 // redis-server in the same mode, a fresh pair per mode.
