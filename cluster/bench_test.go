@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"sync/atomic"
 	"testing"
 
+	"github.com/hashicorp/raft"
 	"github.com/presenced/presenced/store"
 )
 
@@ -79,5 +81,44 @@ func BenchmarkDecodeEntry(b *testing.B) {
 		if _, err := decodeEntry(data); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSnapshotInMemory writes a 64 MB snapshot in 64 KB writes (as
+// the store's encoder flushes) into memSnapshots and, for comparison,
+// raft's InmemSnapshotStore, and reads it back.
+func BenchmarkSnapshotInMemory(b *testing.B) {
+	const size, write = 64 << 20, 64 << 10
+	buf := make([]byte, write)
+	for _, s := range []struct {
+		name  string
+		store func() raft.SnapshotStore
+	}{
+		{"memSnapshots", func() raft.SnapshotStore { return newMemSnapshots() }},
+		{"raft.InmemSnapshotStore", func() raft.SnapshotStore { return raft.NewInmemSnapshotStore() }},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			b.SetBytes(size)
+			for b.Loop() {
+				snaps := s.store()
+				sink, err := snaps.Create(1, 1, 1, raft.Configuration{}, 0, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for range size / write {
+					sink.Write(buf)
+				}
+				if err := sink.Close(); err != nil {
+					b.Fatal(err)
+				}
+				_, rc, err := snaps.Open(sink.ID())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n, err := io.Copy(io.Discard, rc); n != size || err != nil {
+					b.Fatalf("read %d bytes of %d: %v", n, size, err)
+				}
+			}
+		})
 	}
 }

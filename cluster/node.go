@@ -250,7 +250,7 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
 	if !n.cfg.AppendOnly {
 		mem := raft.NewInmemStore()
-		return mem, mem, raft.NewInmemSnapshotStore(), nil
+		return mem, mem, newMemSnapshots(), nil
 	}
 	if err := os.MkdirAll(n.cfg.Dir, 0o755); err != nil {
 		return nil, nil, nil, fmt.Errorf("cluster: %w", err)
