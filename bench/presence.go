@@ -28,8 +28,14 @@ const heartbeatTTL = 90
 // getbitsOffsets is the number of offsets of a GETBITS query.
 const getbitsOffsets = 500
 
-// armBatch is the ids per BITPSETEX command that arms the mass expiry.
+// armBatch is the ids per command that arm the mass expiry and the users
+// of the BITSETEX rows.
 const armBatch = 100
+
+// usersTTL is the TTL, in seconds, with which the users of the BITSETEX
+// rows are armed: longer than the rows take, so that each heartbeat
+// re-arms a bit that is set.
+const usersTTL = 3600
 
 // Expiry schedule: the ids are armed in two halves of armSlices slices,
 // each slice for one deadline; the first half expires with no client
@@ -129,6 +135,14 @@ type loadedIDs struct {
 
 func (l loadedIDs) next() uint64 { return l.perm.at(l.rank.next()) }
 
+// online picks the ids of a workload among the first users of perm, as
+// loadedIDs do.
+func online(perm permutation, users uint64) func(seed, stream uint64) idSource {
+	return func(seed, stream uint64) idSource {
+		return loadedIDs{perm: perm, rank: newRandomIDs(seed, stream, users)}
+	}
+}
+
 // presence runs the rows of the per-bit expiry issue.
 func (s *suite) presence() error {
 	own, err := s.bitsetexVsSetbit()
@@ -193,8 +207,8 @@ func (s *suite) presenceOnePair(recipes *Group) error {
 // presenced, in each mode on a fresh presenced of its own.
 func (s *suite) bitsetexVsSetbit() (Group, error) {
 	g := Group{Title: "Per-bit expiry: BITSETEX vs SETBIT, both on presenced", Throughput: true, Columns: bitsetexColumns, Unit: "ids", Note: fmt.Sprintf(
-		"Both columns are presenced, in the same runs (alternating): `BITSETEX %s %d <random id>...` against presenced's own `SETBIT %s <random id> 1`, 64 ids per round trip on each connection either way (one BITSETEX of 64 ids, or 64 pipelined commands); the ratio is BITSETEX / SETBIT. Redis has no BITSETEX. Most ids of the 1-id row are those the 64-id row sent: BITSETEX re-arms bits it armed (each re-arm a write, through the log), SETBIT sets bits already set (a heartbeat that changes nothing, answered without the log). The rows run on a fresh presenced in each mode: `--appendonly no`, and the default (`--appendfsync always`: each re-arm is fsynced before its reply, while the SETBITs write nothing).",
-		expiringKey, heartbeatTTL, heartbeatKey)}
+		"Both columns are presenced, in the same runs (alternating): heartbeats of %s users who are online, `BITSETEX %s %d <id>...` against presenced's own `SETBIT %s <id> 1`, 64 ids per round trip on each connection either way (one BITSETEX of 64 ids, or 64 pipelined commands); the ratio is BITSETEX / SETBIT. Redis has no BITSETEX. The users (distinct random ids in %s) are first armed in %s (`BITSETEX %s %d`, %d ids a command) and set in %s; each heartbeat then picks one of them at random. So every BITSETEX re-arms a bit that is set (a write, through the log), and every SETBIT sets a bit already set (it changes nothing and is answered without the log, as Redis too leaves it out of its AOF). The rows run on a fresh presenced in each mode: `--appendonly no`, and the default (`--appendfsync always`: each re-arm is fsynced before its reply, while the SETBITs write nothing).",
+		count(s.cfg.PresenceUsers), expiringKey, heartbeatTTL, heartbeatKey, count(s.cfg.Space), expiringKey, expiringKey, usersTTL, armBatch, heartbeatKey)}
 	for _, m := range []mode{noPersistence, alwaysFsync} {
 		if err := s.bitsetexRows(&g, m); err != nil {
 			return Group{}, err
@@ -211,17 +225,62 @@ func (s *suite) bitsetexRows(g *Group, m mode) error {
 		return err
 	}
 	defer srv.Close()
+	users, perm := s.cfg.PresenceUsers, newPermutation(s.cfg.Space, s.cfg.Seed)
+	if err := s.loadOnline(srv, perm, users, m); err != nil {
+		return err
+	}
 	pres := targetOf(srv)
 	for _, w := range []workload{
 		{name: "BITSETEX heartbeats, 64 ids per command, " + m.name, reqs: [2]request{bitsetex(expiringKey, heartbeatTTL, 64), setbitTemplate}},
 		{name: "BITSETEX heartbeats, 1 id per command, pipeline 64, " + m.name, reqs: [2]request{bitsetex(expiringKey, heartbeatTTL, 1), setbitTemplate}},
 	} {
-		w.pipeline, w.random, w.target, w.labels = 64, true, targetBitsetex, bitsetexColumns
+		w.pipeline, w.random, w.target, w.labels, w.pick = 64, true, targetBitsetex, bitsetexColumns, online(perm, users)
 		row, err := s.throughput([2]target{pres, pres}, w)
 		if err != nil {
 			return err
 		}
 		g.Rows = append(g.Rows, row)
+	}
+	// Heartbeats of users who are online neither add nor drop any.
+	if err := expectOnline(srv, users); err != nil {
+		return fmt.Errorf("after the heartbeats: %w", err)
+	}
+	return nil
+}
+
+// loadOnline arms the first users ids of perm in expiringKey for usersTTL
+// and sets them in heartbeatKey, on srv in mode m, and checks both
+// counts.
+func (s *suite) loadOnline(srv server, perm permutation, users uint64, m mode) error {
+	for _, l := range []struct {
+		req      request
+		cmd, key string
+	}{
+		{bitsetex(expiringKey, usersTTL, armBatch), "BITSETEX", expiringKey},
+		{setbitTemplate, "SETBIT", heartbeatKey},
+	} {
+		what := fmt.Sprintf("%s users (distinct random ids in %s) into %s with %s, %s,", count(users), count(s.cfg.Space), l.key, l.cmd, m.name)
+		res, err := s.loadPerm(srv, l.req, perm, 0, users)
+		if err != nil {
+			return fmt.Errorf("loading %s: %w", what, err)
+		}
+		s.noteLoad(what, "ids", "presenced", res)
+	}
+	return expectOnline(srv, users)
+}
+
+// expectOnline checks that expiringKey and heartbeatKey of srv each hold
+// users bits.
+func expectOnline(srv server, users uint64) error {
+	c, err := dial(srv.Addr(), 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	for _, key := range []string{expiringKey, heartbeatKey} {
+		if err := expectInt(c, users, "BITCOUNT", key); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
 	}
 	return nil
 }
@@ -299,9 +358,7 @@ func (s *suite) perUser(recipes *Group) (Group, error) {
 	row, err := s.throughput(p.targets(), workload{
 		name: "per-user expiry, heartbeats of " + what + ", pipeline 64",
 		reqs: reqs, pipeline: 64, random: true, target: targetRecipe,
-		pick: func(seed, stream uint64) idSource {
-			return loadedIDs{perm: perm, rank: newRandomIDs(seed, stream, users)}
-		},
+		pick:   online(perm, users),
 		beside: [2]func(target) (func() error, error){nil, zsetCleanup(usersKey, heartbeatTTL*time.Second)},
 	})
 	if err != nil {

@@ -130,8 +130,8 @@ func (c Config) Validate() error {
 		return errors.New("bench: the settle timeout must be at least one interval")
 	case c.Nodes < 3 || c.FailoverConns < c.Nodes || c.FailoverTrials < 1 || c.RestartTrials < 1:
 		return errors.New("bench: a cluster needs at least 3 nodes, a connection to each during failover, and a trial of each kind")
-	case c.PresenceUsers > c.Space || c.ExpiryIDs > c.Space || c.ExpiryIDs%armBatch != 0:
-		return fmt.Errorf("bench: presence users and expiry ids must fit the id space; expiry ids must be a multiple of %d", armBatch)
+	case c.PresenceUsers > c.Space || c.ExpiryIDs > c.Space || c.PresenceUsers%armBatch != 0 || c.ExpiryIDs%armBatch != 0:
+		return fmt.Errorf("bench: presence users and expiry ids must fit the id space, each a multiple of %d", armBatch)
 	case c.ExpiryTTL < time.Second || c.ExpirySpread < time.Second:
 		return errors.New("bench: the expiry TTL and spread must be at least a second")
 	case c.HistoryRange < historyStep || c.HistoryCounts < c.HistoryRange:
