@@ -358,20 +358,19 @@ func (c *client) runStore(cmds []store.Command, write bool, now time.Time) error
 }
 
 // unchanged answers a batch of writes that would change nothing — the
-// heartbeat that sets a bit already set — without a log entry, and
-// reports whether it did. It checks locally first, so that batches that
-// do change something pay nothing more; then, as for a read, it makes
-// sure this node's store is current and checks again.
+// heartbeat that sets a bit already set — without a log entry, after
+// making sure, as for a read, that this node's store is current; it
+// reports whether it did. When it did not, the write path answers, and
+// reports why if the store could not be made current.
 func (c *client) unchanged(cmds []store.Command, now time.Time) bool {
-	mark, ends := c.out.Len(), len(c.out.Ends)
-	if !c.s.store.ReadUnchanged(cmds, now.UnixMilli(), &c.out) {
-		return false
-	}
-	c.out.B, c.out.Ends = c.out.B[:mark], c.out.Ends[:ends]
-	if c.s.node.ReadBarrier(context.Background()) != nil {
-		return false // the write path reports why
-	}
-	return c.s.store.ReadUnchanged(cmds, now.UnixMilli(), &c.out)
+	ok, err := c.s.store.ReadUnchanged(cmds, now.UnixMilli(), &c.out, c.readBarrier)
+	return ok && err == nil
+}
+
+// readBarrier makes sure this node's store holds every write
+// acknowledged so far (see cluster.Node.ReadBarrier).
+func (c *client) readBarrier() error {
+	return c.s.node.ReadBarrier(context.Background())
 }
 
 // account records calls, time and failures of a batch for INFO; the

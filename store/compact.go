@@ -10,7 +10,7 @@ package store
 // Bitmaps made only of dense containers, which have a fixed size, are
 // left alone: copying them would only scatter them. It changes no value.
 func (s *Store) Compact() {
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	for _, d := range s.mu.dbs {
 		for _, e := range d.keys {

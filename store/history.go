@@ -120,7 +120,7 @@ type recorder struct {
 // the next Apply on; a nil sink turns recording off. Call it before the
 // first Apply. Recording state restored from a snapshot is kept.
 func (s *Store) SetHistory(sink HistorySink, cfg HistoryConfig) {
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	if sink == nil {
 		s.mu.hist = nil
@@ -143,7 +143,7 @@ func (s *Store) LoadBitmap(db int, key string, bm *roaring.Bitmap, byteLen uint6
 	if db < 0 || db >= NumDBs || bm == nil {
 		return
 	}
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	c := ctx{s: s, now: s.mu.now, write: true}
 	c.putIn(db, key, bitmapValue(bm, byteLen), 0)

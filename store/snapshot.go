@@ -355,7 +355,7 @@ func (s *Store) Restore(r io.Reader) error {
 	if err != nil {
 		return d.explain(err)
 	}
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	s.mu.dbs = fresh.mu.dbs
 	s.mu.expiries = fresh.mu.expiries

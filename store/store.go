@@ -72,6 +72,9 @@ type Store struct {
 	// rules is mu.bitRules, for a look without the lock (see
 	// ReadUnchanged).
 	rules atomic.Pointer[[]BitTTLRule]
+	// changes counts the sections under the write lock (see lock and
+	// Changes).
+	changes atomic.Uint64
 	// snapMu serializes Snapshot, whose copies mark what they share.
 	snapMu sync.Mutex
 	mu     struct {
@@ -124,13 +127,25 @@ func newDB() *db {
 // it is the tick that drives active expiry. Apply is deterministic: the
 // same batches at the same times give the same state and replies.
 func (s *Store) Apply(cmds []Command, now int64, out *Replies) {
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	c := s.startApply(now)
 	defer func() { *c = ctx{} }()
 	c.w = &out.Writer
 	c.execAll(cmds, out)
 }
+
+// lock takes the write lock, which every change of the store holds, and
+// counts the section in changes before anything changes.
+func (s *Store) lock() {
+	s.mu.Lock()
+	s.changes.Add(1)
+}
+
+// Changes counts the times the store took its write lock, the only way it
+// changes: while the count stays the same, so does the store.
+// ReadUnchanged returns the count its answer was read at.
+func (s *Store) Changes() uint64 { return s.changes.Load() }
 
 // startApply moves the store's time to now (never backwards), through the
 // boundaries on the way (see stepLocked), expires the keys whose TTL
@@ -163,7 +178,7 @@ func (s *Store) startApply(now int64) *ctx {
 // later batches are applied (and under the write lock, so it must not
 // call the store), so that its caller can be answered meanwhile.
 func (s *Store) ApplyEach(now int64, batches [][]Command, outs []*Replies, done func(i int)) {
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	c := s.startApply(now)
 	defer func() { *c = ctx{} }()

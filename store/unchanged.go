@@ -9,18 +9,47 @@ import "github.com/presenced/presenced/proto"
 // them would answer, and the state stays the same (Redis too leaves them
 // out of its AOF and replication stream). When any command would change
 // something, or is not a SETBIT, it appends nothing and returns false.
-func (s *Store) ReadUnchanged(cmds []Command, now int64, out *Replies) bool {
+//
+// current makes sure the store is current, as before a read (a read
+// barrier). It is called after a first check, so that batches which do
+// change something pay nothing more; if it fails, ReadUnchanged appends
+// nothing and returns its error. The first check's answer stands when
+// the store did not change meanwhile (see Changes); otherwise the batch
+// is checked again.
+func (s *Store) ReadUnchanged(cmds []Command, now int64, out *Replies, current func() error) (bool, error) {
 	// What is known to change something is sent on without waiting for
 	// the lock, which an Apply may hold.
 	for _, cmd := range cmds {
 		if !isSetbit(cmd) {
-			return false
+			return false, nil
 		}
 	}
 	if len(cmds) == 0 || s.rearms(cmds[0]) {
-		return false
+		return false, nil
 	}
-	return s.read(now, out, func(c *ctx) bool {
+	mark, ends := out.Len(), len(out.Ends)
+	checked, ok := s.answerUnchanged(cmds, now, out)
+	if !ok {
+		return false, nil
+	}
+	err := current()
+	if err == nil && s.Changes() == checked {
+		return true, nil
+	}
+	out.B, out.Ends = out.B[:mark], out.Ends[:ends]
+	if err != nil {
+		return false, err
+	}
+	_, ok = s.answerUnchanged(cmds, now, out)
+	return ok, nil
+}
+
+// answerUnchanged appends the replies of cmds, SETBITs, if none of them
+// would change the store, and returns the store's Changes as of that
+// answer.
+func (s *Store) answerUnchanged(cmds []Command, now int64, out *Replies) (changes uint64, ok bool) {
+	ok = s.read(now, out, func(c *ctx) bool {
+		changes = s.changes.Load() // as of the state read under the lock
 		for _, cmd := range cmds {
 			if !c.setbitUnchanged(cmd) {
 				return false
@@ -33,6 +62,7 @@ func (s *Store) ReadUnchanged(cmds []Command, now int64, out *Replies) bool {
 		}
 		return true
 	})
+	return changes, ok
 }
 
 // setbitUnchanged reports whether cmd, a SETBIT, is well-formed and sets

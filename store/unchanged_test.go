@@ -1,11 +1,16 @@
 package store
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"math/rand"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // TestReadUnchanged checks ReadUnchanged against applying: whenever it
@@ -45,7 +50,7 @@ func TestReadUnchanged(t *testing.T) {
 		at := int64(now + i)
 		before := snapshotKeys(s, at, keys)
 		var got Replies
-		ok := s.ReadUnchanged(batch, at, &got)
+		ok := answersUnchanged(s, batch, at, &got)
 		var want Replies
 		s.Apply(batch, at, &want)
 		if !ok {
@@ -103,8 +108,8 @@ func TestReadUnchangedDeclinesChangesWithoutTheLock(t *testing.T) {
 	declined := make(chan bool)
 	go func() {
 		var out Replies
-		declined <- !s.ReadUnchanged([]Command{bmCommand("SETBIT", "online:1", "5", "1")}, now, &out) &&
-			!s.ReadUnchanged([]Command{bmCommand("BITSETEX", "armed", "100", "5")}, now, &out)
+		declined <- !answersUnchanged(s, []Command{bmCommand("SETBIT", "online:1", "5", "1")}, now, &out) &&
+			!answersUnchanged(s, []Command{bmCommand("BITSETEX", "armed", "100", "5")}, now, &out)
 	}()
 	select {
 	case ok := <-declined:
@@ -119,7 +124,7 @@ func TestReadUnchangedDeclinesChangesWithoutTheLock(t *testing.T) {
 	do(s, now, "BITTTLRULES")
 	do(s, now, "SETBIT online:1 5 1")
 	var out Replies
-	if !s.ReadUnchanged([]Command{bmCommand("SETBIT", "online:1", "5", "1")}, now, &out) || string(out.B) != ":1\r\n" {
+	if !answersUnchanged(s, []Command{bmCommand("SETBIT", "online:1", "5", "1")}, now, &out) || string(out.B) != ":1\r\n" {
 		t.Fatalf("SETBIT of a set bit without rules: declined, or answered %q", out.B)
 	}
 }
@@ -131,8 +136,96 @@ func TestReadUnchangedDeclinesEmptyCommands(t *testing.T) {
 	do(s, 1, "SETBIT k 5 1")
 	var out Replies
 	for _, batch := range [][]Command{{{}}, {bmCommand("SETBIT", "k", "5", "1"), {DB: 0}}} {
-		if s.ReadUnchanged(batch, 1, &out) || len(out.B) != 0 {
+		if answersUnchanged(s, batch, 1, &out) || len(out.B) != 0 {
 			t.Fatalf("%v: answered as unchanged: %q", batch, out.B)
 		}
+	}
+}
+
+// answersUnchanged reports whether s.ReadUnchanged answered cmds, with a
+// store that is current.
+func answersUnchanged(s *Store, cmds []Command, now int64, out *Replies) bool {
+	ok, err := s.ReadUnchanged(cmds, now, out, func() error { return nil })
+	return ok && err == nil
+}
+
+// TestChangesCountWrites checks that Changes moves with every way the
+// store can change, stays put across reads, and that answerUnchanged
+// returns the count its answer was read at.
+func TestChangesCountWrites(t *testing.T) {
+	s := New()
+	do(s, 1, "SETBIT k 5 1")
+	var out Replies
+	before := s.Changes()
+	s.Read([]Command{bmCommand("GETBIT", "k", "5")}, 1, &out)
+	at, ok := s.answerUnchanged([]Command{bmCommand("SETBIT", "k", "5", "1")}, 1, &out)
+	if !ok || at != before || s.Changes() != before {
+		t.Fatalf("reads moved Changes from %d to %d, or answerUnchanged answered %v at %d", before, s.Changes(), ok, at)
+	}
+	snap := s.Snapshot()
+	var buf bytes.Buffer
+	if _, err := snap.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for name, change := range map[string]func(){
+		"Apply":      func() { do(s, 2, "SETBIT k 6 1") },
+		"ApplyEach":  func() { s.ApplyEach(3, [][]Command{{bmCommand("SETBIT", "k", "7", "1")}}, []*Replies{{}}, nil) },
+		"a tick":     func() { s.Apply(nil, 4, &Replies{}) },
+		"Restore":    func() { s.Restore(bytes.NewReader(buf.Bytes())) },
+		"LoadBitmap": func() { s.LoadBitmap(0, "past", roaring.BitmapOf(1, 2), 1) },
+		"Compact":    func() { s.Compact() },
+		"SetHistory": func() { s.SetHistory(nil, HistoryConfig{}) },
+	} {
+		was := s.Changes()
+		change()
+		if s.Changes() == was {
+			t.Errorf("%s left Changes at %d", name, was)
+		}
+	}
+}
+
+// TestReadUnchangedChecksAgainAfterAChange checks what ReadUnchanged
+// answers when the store changes while it makes the store current (an
+// Apply that the read barrier waited for): the batch is checked against
+// the new state. A failing barrier leaves nothing in out.
+func TestReadUnchangedChecksAgainAfterAChange(t *testing.T) {
+	heartbeat := []Command{bmCommand("SETBIT", "k", "5", "1"), bmCommand("SETBIT", "k", "9", "1")}
+	for _, tc := range []struct {
+		name      string
+		meanwhile string // applied by the barrier, if not empty
+		fails     bool
+		want      string // the replies, empty when declined
+	}{
+		{name: "nothing applied", want: ":1\r\n:1\r\n"},
+		{name: "another key changed", meanwhile: "SETBIT other 5 0", want: ":1\r\n:1\r\n"},
+		{name: "the bit cleared", meanwhile: "SETBIT k 9 0"},
+		{name: "the key deleted", meanwhile: "DEL k"},
+		{name: "a rule now covers the key", meanwhile: "BITTTLRULES k 90"},
+		{name: "the barrier failed", fails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New()
+			do(s, 1, "SETBIT k 5 1")
+			do(s, 1, "SETBIT k 9 1")
+			out := Replies{}
+			out.Int(7) // a reply before the batch's, which must stay
+			out.Ends = append(out.Ends, out.Len())
+			barrierErr := errors.New("no leader")
+			ok, err := s.ReadUnchanged(heartbeat, 2, &out, func() error {
+				if tc.meanwhile != "" {
+					do(s, 2, tc.meanwhile)
+				}
+				if tc.fails {
+					return barrierErr
+				}
+				return nil
+			})
+			if tc.fails != (err == barrierErr) {
+				t.Fatalf("error %v", err)
+			}
+			if got := string(out.B[len(":7\r\n"):]); ok != (tc.want != "") || got != tc.want || len(out.Ends) != 1+strings.Count(tc.want, "\r\n") {
+				t.Fatalf("answered %v with %q (%d ends), want %q", ok, got, len(out.Ends), tc.want)
+			}
+		})
 	}
 }
