@@ -143,8 +143,8 @@ func (s *Store) lock() {
 }
 
 // Changes counts the times the store took its write lock, the only way it
-// changes: while the count stays the same, so does the store.
-// ReadUnchanged returns the count its answer was read at.
+// changes: while the count stays the same, so does the store (see
+// ReadUnchanged, which keeps an answer while the count has not moved).
 func (s *Store) Changes() uint64 { return s.changes.Load() }
 
 // startApply moves the store's time to now (never backwards), through the
