@@ -375,18 +375,27 @@ func (c *client) readBarrier() error {
 
 // account records calls, time and failures of a batch for INFO; the
 // batch's replies start at offset mark, Ends[first] being the first one's
-// end.
+// end. A run of the same command (a pipeline of heartbeats) is counted
+// with one addition per counter.
 func (c *client) account(cmds []store.Command, first, mark int, took time.Duration) {
 	per := took.Microseconds() / int64(len(cmds))
 	start := mark
-	for i, cmd := range cmds {
-		ct := &c.counters[cmd.Spec.ID]
-		ct.calls.Add(1)
-		ct.usec.Add(per)
-		if c.out.B[start] == '-' {
-			ct.failed.Add(1)
+	for i := 0; i < len(cmds); {
+		spec := cmds[i].Spec
+		var calls, failed int64
+		for ; i < len(cmds) && cmds[i].Spec == spec; i++ {
+			if c.out.B[start] == '-' {
+				failed++
+			}
+			start = c.out.Ends[first+i]
+			calls++
 		}
-		start = c.out.Ends[first+i]
+		ct := &c.counters[spec.ID]
+		ct.calls.Add(calls)
+		ct.usec.Add(per * calls)
+		if failed > 0 {
+			ct.failed.Add(failed)
+		}
 	}
 }
 

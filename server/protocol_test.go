@@ -415,6 +415,39 @@ func TestInfo(t *testing.T) {
 	c.expect("$0\r\n\r\n", "INFO", "nosection")
 }
 
+// TestCommandStatsOfAPipeline checks the counts of a pipeline whose
+// writes are one batch: runs of the same command, with failures inside
+// a run and at its edges.
+func TestCommandStatsOfAPipeline(t *testing.T) {
+	srv := startServer(t)
+	c := dial(t, srv.Addr())
+	c.expect("+OK\r\n", "SET", "t", "x")
+	var pipe []byte
+	for _, args := range [][]string{
+		{"INCR", "n"}, {"INCR", "t"}, {"INCR", "n"}, {"INCR", "t"},
+		{"SETBIT", "b", "1", "1"}, {"SETBIT", "b", "x", "1"},
+		{"INCR", "t"}, {"INCR", "n"},
+		{"SET", "u", "1"}, {"SET", "v", "2"},
+	} {
+		pipe = redisserver.AppendCommand(pipe, args...)
+	}
+	c.send(pipe)
+	notInt := "-ERR value is not an integer or out of range\r\n"
+	want := ":1\r\n" + notInt + ":2\r\n" + notInt + ":0\r\n" +
+		"-ERR bit offset is not an integer or out of range\r\n" + notInt + ":3\r\n+OK\r\n+OK\r\n"
+	if got := c.replies(10); got != want {
+		t.Fatalf("replies %q, want %q", got, want)
+	}
+	_, fields := infoFields(t, c.do("INFO", "commandstats"))
+	stat := regexp.MustCompile(`^calls=(\d+),usec=\d+,usec_per_call=\d+\.\d\d,rejected_calls=(\d+),failed_calls=(\d+)$`)
+	for name, want := range map[string]string{"incr": "6 0 3", "setbit": "2 0 1", "set": "3 0 0"} {
+		m := stat.FindStringSubmatch(fields["cmdstat_"+name])
+		if m == nil || strings.Join(m[1:], " ") != want {
+			t.Errorf("cmdstat_%s = %q, want calls, rejected, failed = %s", name, fields["cmdstat_"+name], want)
+		}
+	}
+}
+
 func equalStrings(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") }
 
 // clientField returns the value of field in a CLIENT INFO or CLIENT LIST
