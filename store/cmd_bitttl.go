@@ -176,7 +176,7 @@ func (c *ctx) armRunLen(cmds []Command) int {
 		name = "bitsetex"
 	case first.is("bitpsetex"):
 		name = "bitpsetex"
-	case first.is("setbit") && ruleSetbit(first):
+	case len(c.s.mu.bitRules) > 0 && first.is("setbit") && ruleSetbit(first):
 		// The rule is looked up only where a run could start: a lone
 		// SETBIT pays for it once, in setbit.
 		if len(cmds) < 2 || !sameRun(first, cmds[1], "setbit") || c.ruleTTL(first.Args[1]) == 0 {
