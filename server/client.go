@@ -29,11 +29,14 @@ type client struct {
 	id      int64
 	created time.Time
 
-	parser  proto.Parser
-	in      []byte        // input; unparsed bytes are in[start:]
-	argv    [][]byte      // arguments of the requests parsed from in, reused per read
-	out     store.Replies // replies not yet written
+	parser proto.Parser
+	in     []byte        // input; unparsed bytes are in[start:]
+	out    store.Replies // replies not yet written
+	// argv and pending, the arguments parsed from in and the keyspace
+	// commands not yet run, come from bufs for the time of a batch.
+	argv    [][]byte
 	pending []store.Command
+	bufs    *batchBuffers
 	// lastName and lastSpec are the latest command name dispatch looked
 	// up (as sent) and its entry: a pipeline mostly repeats one command.
 	lastName []byte
@@ -118,6 +121,7 @@ func (c *client) serve() {
 		if err != nil {
 			return
 		}
+		c.takeBuffers()
 		used := c.handleInput(0)
 		for full && used < len(c.in) && len(c.pending) > 0 && used < maxBatchInput && !c.closing {
 			if full, err = c.fill(); err != nil {
@@ -126,7 +130,7 @@ func (c *client) serve() {
 			used = c.handleInput(used)
 		}
 		c.flushPending()
-		c.argv = c.argv[:0]
+		c.releaseBuffers()
 		if err := c.writeOut(); err != nil {
 			return
 		}
@@ -140,6 +144,42 @@ func (c *client) serve() {
 			return // Redis drops such a client without a reply
 		}
 	}
+}
+
+// batchBuffers hold the parsed arguments and the keyspace commands of a
+// batch. They are pooled rather than kept by each connection: a batch
+// gets the buffers a batch before it used on the same processor, still
+// in its cache, where a connection's own would have gone cold while the
+// other connections ran (at pipeline 64, a store that missed the cache
+// for every command queued).
+type batchBuffers struct {
+	argv    [][]byte
+	pending []store.Command
+}
+
+var batchPool = sync.Pool{New: func() any { return new(batchBuffers) }}
+
+// maxPooledArgs bounds the arguments (and commands) of the buffers
+// returned to the pool: a batch of a huge pipeline keeps its own.
+const maxPooledArgs = 8192
+
+// takeBuffers gives the client a batch's buffers.
+func (c *client) takeBuffers() {
+	c.bufs = batchPool.Get().(*batchBuffers)
+	c.argv, c.pending = c.bufs.argv[:0], c.bufs.pending[:0]
+}
+
+// releaseBuffers returns the batch's buffers, cleared, to the pool, once
+// its commands have run.
+func (c *client) releaseBuffers() {
+	b := c.bufs
+	clear(c.argv) // flushPending cleared pending
+	b.argv, b.pending = nil, nil
+	if cap(c.argv) <= maxPooledArgs && cap(c.pending) <= maxPooledArgs {
+		b.argv, b.pending = c.argv[:0], c.pending[:0]
+	}
+	batchPool.Put(b)
+	c.argv, c.pending, c.bufs = nil, nil, nil
 }
 
 // handleInput parses the complete requests of the input from offset used
@@ -304,6 +344,7 @@ func (c *client) flushPending() {
 		c.execStore(c.pending[i:j], write)
 		i = j
 	}
+	clear(c.pending) // they point into in
 	c.pending = c.pending[:0]
 }
 
