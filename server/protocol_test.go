@@ -397,13 +397,7 @@ func TestInfo(t *testing.T) {
 	if !equalStrings(sections, []string{"Commandstats"}) {
 		t.Errorf("INFO commandstats sections %q", sections)
 	}
-	stat := regexp.MustCompile(`^calls=(\d+),usec=\d+,usec_per_call=\d+\.\d\d,rejected_calls=(\d+),failed_calls=(\d+)$`)
-	for name, want := range map[string]string{"setbit": "3 0 0", "get": "0 1 0", "incr": "1 0 1", "set": "2 0 0"} {
-		m := stat.FindStringSubmatch(fields["cmdstat_"+name])
-		if m == nil || strings.Join(m[1:], " ") != want {
-			t.Errorf("cmdstat_%s = %q, want calls, rejected, failed = %s", name, fields["cmdstat_"+name], want)
-		}
-	}
+	checkCommandStats(t, fields, map[string]string{"setbit": "3 0 0", "get": "0 1 0", "incr": "1 0 1", "set": "2 0 0"})
 	sections, _ = infoFields(t, c.do("INFO", "keyspace", "CLIENTS"))
 	if !equalStrings(sections, []string{"Clients", "Keyspace"}) {
 		t.Errorf("INFO keyspace clients sections %q", sections)
@@ -439,11 +433,20 @@ func TestCommandStatsOfAPipeline(t *testing.T) {
 		t.Fatalf("replies %q, want %q", got, want)
 	}
 	_, fields := infoFields(t, c.do("INFO", "commandstats"))
-	stat := regexp.MustCompile(`^calls=(\d+),usec=\d+,usec_per_call=\d+\.\d\d,rejected_calls=(\d+),failed_calls=(\d+)$`)
-	for name, want := range map[string]string{"incr": "6 0 3", "setbit": "2 0 1", "set": "3 0 0"} {
-		m := stat.FindStringSubmatch(fields["cmdstat_"+name])
-		if m == nil || strings.Join(m[1:], " ") != want {
-			t.Errorf("cmdstat_%s = %q, want calls, rejected, failed = %s", name, fields["cmdstat_"+name], want)
+	checkCommandStats(t, fields, map[string]string{"incr": "6 0 3", "setbit": "2 0 1", "set": "3 0 0"})
+}
+
+// commandStat is the shape of an INFO commandstats line.
+var commandStat = regexp.MustCompile(`^calls=(\d+),usec=\d+,usec_per_call=\d+\.\d\d,rejected_calls=(\d+),failed_calls=(\d+)$`)
+
+// checkCommandStats checks the commandstats fields of INFO: want maps a
+// command to its calls, rejected and failed calls, separated by spaces.
+func checkCommandStats(t *testing.T, fields, want map[string]string) {
+	t.Helper()
+	for name, counts := range want {
+		m := commandStat.FindStringSubmatch(fields["cmdstat_"+name])
+		if m == nil || strings.Join(m[1:], " ") != counts {
+			t.Errorf("cmdstat_%s = %q, want calls, rejected, failed = %s", name, fields["cmdstat_"+name], counts)
 		}
 	}
 }
