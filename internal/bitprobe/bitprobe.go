@@ -1,0 +1,131 @@
+// Package bitprobe answers many membership queries on one roaring bitmap
+// at once, faster than one Contains after another.
+//
+// A Contains on a large, sparse bitmap is two dependent binary searches:
+// the container index, then the container, an array of up to 4,096
+// sorted 16-bit values. In a bitmap of a few million ids the arrays are
+// megabytes, and most steps of the second search miss the processor's
+// caches. One search waits for each miss in turn, and its branches,
+// taken at random, are mispredicted half the time. Contains runs the
+// searches of a group of values side by side, a step of each in turn,
+// without branches on the data: the misses of the group overlap, and
+// nothing is mispredicted. Bitmap containers are read directly, and run
+// containers with roaring's own Contains.
+//
+// roaring/v2 keeps its containers to itself, so Contains reads them
+// through a copy of their layout (see layout.go), checked against the
+// real types with reflection when the package loads. Should a version of
+// roaring lay them out differently, Contains falls back to roaring's for
+// every value.
+package bitprobe
+
+import (
+	"unsafe"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// lanes is how many searches run side by side: enough misses in flight
+// to fill the processor's queue of them, few enough for the lanes' state
+// to stay in registers and the first level of cache.
+const lanes = 16
+
+// Contains sets out[i] to whether rb contains xs[i], for each i; out must
+// be at least as long as xs. rb must not change meanwhile.
+func Contains(rb *roaring.Bitmap, xs []uint32, out []bool) {
+	out = out[:len(xs)]
+	if !layoutOK {
+		for i, x := range xs {
+			out[i] = rb.Contains(x)
+		}
+		return
+	}
+	ra := (*roaringArray)(unsafe.Pointer(rb))
+	for len(xs) > 0 {
+		n := min(len(xs), lanes)
+		probe(rb, ra, xs[:n], out[:n])
+		xs, out = xs[n:], out[n:]
+	}
+}
+
+// probe answers up to lanes values: it finds their containers, reads
+// bitmap containers at once, and searches the arrays; the searches of the
+// container index, then of the arrays, run side by side.
+func probe(rb *roaring.Bitmap, ra *roaringArray, xs []uint32, out []bool) {
+	var keys, values searches
+	for i, x := range xs {
+		keys.start(i, ra.keys, uint16(x>>16))
+	}
+	keys.run(len(xs))
+	for i, x := range xs {
+		out[i] = false
+		k, ok := keys.found(i)
+		if !ok {
+			continue
+		}
+		switch c := ra.containers[k]; c.tab {
+		case arrayTab:
+			values.start(i, (*arrayContainer)(c.data).content, uint16(x))
+		case bitmapTab:
+			lo := uint16(x)
+			out[i] = (*bitmapContainer)(c.data).bitmap[lo/64]&(1<<(lo%64)) != 0
+		default: // a run container
+			out[i] = rb.Contains(x)
+		}
+	}
+	values.run(len(xs))
+	for i := range xs {
+		if _, ok := values.found(i); ok {
+			out[i] = true
+		}
+	}
+}
+
+// searches are binary searches of sorted arrays, one a lane, that run a
+// step of each in turn. Each narrows a window [base, base+left) that ends
+// at the first value not below the one sought, without a branch on the
+// values.
+type searches struct {
+	arrays [lanes][]uint16 // nil: no search in the lane
+	want   [lanes]uint16
+	base   [lanes]int
+	left   [lanes]int
+}
+
+// start sets lane i to search a for x.
+func (s *searches) start(i int, a []uint16, x uint16) {
+	s.arrays[i], s.want[i], s.base[i], s.left[i] = a, x, 0, len(a)
+}
+
+// run runs the searches of the first n lanes to their end.
+func (s *searches) run(n int) {
+	for {
+		stepped := false
+		for i := range n {
+			m := s.left[i]
+			if m <= 1 {
+				continue
+			}
+			half := m / 2
+			s.base[i] += half & -lessMask(s.arrays[i][s.base[i]+half-1], s.want[i])
+			s.left[i] = m - half
+			stepped = true
+		}
+		if !stepped {
+			return
+		}
+	}
+}
+
+// found returns where lane i's search found its value, and whether it
+// did.
+func (s *searches) found(i int) (int, bool) {
+	b := s.base[i]
+	return b, s.left[i] == 1 && s.arrays[i][b] == s.want[i]
+}
+
+// lessMask returns 1 if v < x and 0 otherwise, without a branch: the
+// sign of their difference.
+func lessMask(v, x uint16) int {
+	return int((uint32(v) - uint32(x)) >> 31)
+}
