@@ -11,6 +11,15 @@ type Writer struct {
 // Int writes an integer reply.
 func (w *Writer) Int(v int64) { w.B = redcon.AppendInt(w.B, v) }
 
+// Bit appends the integer 1 if on, else 0: a bit's value.
+func (w *Writer) Bit(on bool) {
+	if on {
+		w.Int(1)
+	} else {
+		w.Int(0)
+	}
+}
+
 // Bulk writes a bulk string reply.
 func (w *Writer) Bulk(b []byte) { w.B = redcon.AppendBulk(w.B, b) }
 

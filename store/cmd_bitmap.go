@@ -67,11 +67,7 @@ func setbit(c *ctx, args [][]byte) {
 		old = e.v.setBit(off, on == 1)
 		c.setbitTimers(e, args[1], off, on == 1, old)
 	}
-	if old {
-		c.w.Int(1)
-	} else {
-		c.w.Int(0)
-	}
+	c.w.Bit(old)
 }
 
 func getbit(c *ctx, args [][]byte) {
@@ -80,9 +76,6 @@ func getbit(c *ctx, args [][]byte) {
 		c.w.Error(proto.ErrBitOffset)
 		return
 	}
-	if e := c.get(args[1]); e != nil && e.v.getBit(off) {
-		c.w.Int(1)
-	} else {
-		c.w.Int(0)
-	}
+	e := c.get(args[1])
+	c.w.Bit(e != nil && e.v.getBit(off))
 }

@@ -264,11 +264,7 @@ func (c *ctx) armRun(cmds []Command, out *Replies) {
 				}
 				// BITSETEX replies whether the bit joined, SETBIT with
 				// the bit's old value.
-				if c.setArmed(e, key, offs[i], at) != setbit {
-					c.w.Int(1)
-				} else {
-					c.w.Int(0)
-				}
+				c.w.Bit(c.setArmed(e, key, offs[i], at) != setbit)
 			}
 			out.Ends = append(out.Ends, out.Len())
 		}
