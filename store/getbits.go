@@ -1,6 +1,10 @@
 package store
 
-import "github.com/presenced/presenced/proto"
+import (
+	"bytes"
+
+	"github.com/presenced/presenced/proto"
+)
 
 // offsetsStack is how many offsets a command parses into a buffer on the
 // stack; longer lists take one allocation.
@@ -37,11 +41,55 @@ func getbits(c *ctx, args [][]byte) {
 	}
 	c.w.Array(len(offs))
 	e := c.get(args[1])
-	for _, off := range offs {
-		if e != nil && e.v.getBit(off) {
-			c.w.Int(1)
-		} else {
-			c.w.Int(0)
+	var bits [offsetsStack]bool
+	for len(offs) > 0 {
+		n := min(len(offs), len(bits))
+		if e != nil {
+			e.v.getBits(offs[:n], bits[:n])
 		}
+		for _, on := range bits[:n] {
+			c.w.Bit(on)
+		}
+		offs = offs[n:]
 	}
+}
+
+// getbitRun answers the run of GETBITs on one key at the start of cmds, as
+// a client's pipeline sends them, with one lookup of the key and the
+// offsets' bits read side by side (see value.getBits); it returns how
+// many commands it answered, 0 where no run of two or more starts. The
+// run ends before a command with a bad offset, which exec answers.
+func (c *ctx) getbitRun(cmds []Command, out *Replies) int {
+	var stack [probeChunk]uint64
+	offs := stack[:0]
+	for _, cmd := range cmds[:min(len(cmds), len(stack))] {
+		if !isGetbitOf(cmd, cmds[0]) {
+			break
+		}
+		off, ok := parseBitOffset(cmd.Args[2])
+		if !ok {
+			break
+		}
+		offs = append(offs, off)
+	}
+	if len(offs) < 2 {
+		return 0
+	}
+	var bits [probeChunk]bool
+	c.db, c.dbIndex = c.s.mu.dbs[cmds[0].DB], cmds[0].DB
+	if e := c.get(cmds[0].Args[1]); e != nil {
+		e.v.getBits(offs, bits[:len(offs)])
+	}
+	for _, on := range bits[:len(offs)] {
+		c.w.Bit(on)
+		out.Ends = append(out.Ends, out.Len())
+	}
+	return len(offs)
+}
+
+// isGetbitOf reports whether cmd is a GETBIT key offset on the key and in
+// the database of first, a valid database.
+func isGetbitOf(cmd, first Command) bool {
+	return len(cmd.Args) == 3 && cmd.is("getbit") && cmd.DB == first.DB &&
+		cmd.DB >= 0 && cmd.DB < NumDBs && bytes.Equal(cmd.Args[1], first.Args[1])
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -41,6 +42,67 @@ func TestGetbitsModel(t *testing.T) {
 		}
 		if got := presRun(s, args...); got != string(w.B) {
 			t.Fatalf("%s: got %q, want %q", clipText(fmt.Sprint(args)), clipText(got), clipText(string(w.B)))
+		}
+	}
+}
+
+// TestGetbitRunsModel reads random batches of GETBITs, in runs on one key
+// as pipelines send them, and checks each batch's replies against the
+// same commands read one at a time. The batches mix raw and bitmap
+// strings (array, bitmap and run containers), missing keys, databases,
+// expired keys, bad offsets inside runs, other commands and runs past
+// the length read together.
+func TestGetbitRunsModel(t *testing.T) {
+	rnd := rand.New(rand.NewSource(12))
+	s := New()
+	keys := []string{"a", "b", "c", "none"}
+	for round := range 200 {
+		if round%20 == 0 {
+			for _, k := range keys[:3] {
+				putString(s, rnd, k, randomBits(rnd))
+			}
+			presRun(s, "SET", "c", "x", "PX", "1") // expired when read at 1000 + 2
+		}
+		var batch []Command
+		for len(batch) < 300 {
+			cmd := bmCommand("GETBIT", keys[rnd.Intn(len(keys))], "")
+			switch rnd.Intn(12) {
+			case 0:
+				cmd.Args[2] = []byte([]string{"-1", "x", "4294967296", ""}[rnd.Intn(4)])
+			case 1:
+				cmd = bmCommand("GET", keys[rnd.Intn(len(keys))])
+			case 2:
+				cmd.DB = 1 + rnd.Intn(NumDBs)
+			}
+			n := 1 + rnd.Intn(3)
+			if rnd.Intn(3) == 0 {
+				n = 1 + rnd.Intn(2*probeChunk+2)
+			}
+			for range n {
+				c := cmd
+				c.Args = slices.Clone(cmd.Args)
+				if len(c.Args) == 3 && len(c.Args[2]) == 0 {
+					c.Args[2] = strconv.AppendInt(nil, rnd.Int63n(20000*8+64), 10)
+				}
+				batch = append(batch, c)
+			}
+		}
+		var want Replies
+		for _, cmd := range batch {
+			var one Replies
+			s.Read([]Command{cmd}, 1002, &one)
+			want.B = append(want.B, one.B...)
+			want.Ends = append(want.Ends, len(want.B))
+		}
+		var got Replies
+		s.Read(batch, 1002, &got)
+		if string(got.B) != string(want.B) || !slices.Equal(got.Ends, want.Ends) {
+			for i := range batch {
+				if i >= len(got.Ends) || string(got.Reply(i)) != string(want.Reply(i)) {
+					t.Fatalf("round %d, command %d %q: got %q, want %q", round, i, batch[i].Args, clipText(string(got.B)), want.Reply(i))
+				}
+			}
+			t.Fatalf("round %d: ends %v, want %v", round, got.Ends, want.Ends)
 		}
 	}
 }

@@ -204,9 +204,14 @@ func (s *Store) Now() int64 {
 // read as absent. A command that would write is refused.
 func (s *Store) Read(cmds []Command, now int64, out *Replies) {
 	s.read(now, out, func(c *ctx) bool {
-		for _, cmd := range cmds {
-			c.exec(cmd)
+		for len(cmds) > 0 {
+			if n := c.getbitRun(cmds, out); n > 0 {
+				cmds = cmds[n:]
+				continue
+			}
+			c.exec(cmds[0])
 			out.Ends = append(out.Ends, out.Len())
+			cmds = cmds[1:]
 		}
 		return true
 	})

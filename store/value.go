@@ -6,6 +6,7 @@ import (
 	"math/bits"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/presenced/presenced/internal/bitprobe"
 	"github.com/presenced/presenced/internal/bitstr"
 	"github.com/presenced/presenced/proto"
 )
@@ -137,6 +138,30 @@ func (v *value) getBit(off uint64) bool {
 	}
 	return v.raw[i]&(0x80>>(off&7)) != 0
 }
+
+// getBits sets out[i] to bit offs[i] of the string, for each i; out must
+// be as long as offs. The offsets are below 2^32 (bit offsets Redis
+// accepts). A bitmap answers them side by side (see bitprobe).
+func (v *value) getBits(offs []uint64, out []bool) {
+	if v.bm == nil {
+		for i, off := range offs {
+			out[i] = v.getBit(off)
+		}
+		return
+	}
+	var xs [probeChunk]uint32
+	for len(offs) > 0 {
+		n := min(len(offs), probeChunk)
+		for i, off := range offs[:n] {
+			xs[i] = uint32(off)
+		}
+		bitprobe.Contains(v.bm, xs[:n], out[:n])
+		offs, out = offs[n:], out[n:]
+	}
+}
+
+// probeChunk is how many offsets getBits converts for bitprobe at a time.
+const probeChunk = 64
 
 // setBit sets or clears bit off (below 2^32), growing the string with zero
 // bytes to cover it, and reports the bit's old value. The value becomes a
