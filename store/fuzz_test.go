@@ -244,6 +244,7 @@ func FuzzApply(f *testing.F) {
 		a, b := New(), New()
 		a.SetHistory(&recordingSink{}, HistoryConfig{Interval: 1000}) // recording must not change the state
 		now := int64(1_700_000_000_000)
+		var lastRead Command // the read before, read again with the next
 		for _, st := range decodeProgram(data) {
 			now += st.advance
 			read := st.read
@@ -256,6 +257,10 @@ func FuzzApply(f *testing.F) {
 			}
 			ra := fuzzRun(t, a, st.cmd, now, read)
 			if read {
+				if lastRead.Args != nil {
+					fuzzCheckBatch(t, a, []Command{lastRead, st.cmd}, now)
+				}
+				lastRead = st.cmd
 				if after := fuzzDump(t, a, 0, now) + fuzzDump(t, a, 1, now); after != before {
 					t.Fatalf("Read %q changed the store:\n%s\nbecame\n%s", st.cmd.Args, before, after)
 				}
@@ -282,6 +287,28 @@ func FuzzApply(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzCheckBatch checks that reading cmds in one batch replies what
+// reading them one at a time does (a run of GETBITs is read together).
+func fuzzCheckBatch(t *testing.T, s *Store, cmds []Command, now int64) {
+	t.Helper()
+	for _, cmd := range cmds {
+		if bytes.EqualFold(cmd.Args[0], []byte("randomkey")) {
+			return
+		}
+	}
+	var want, got Replies
+	for _, cmd := range cmds {
+		var one Replies
+		s.Read([]Command{cmd}, now, &one)
+		want.B = append(want.B, one.B...)
+		want.Ends = append(want.Ends, len(want.B))
+	}
+	s.Read(cmds, now, &got)
+	if !bytes.Equal(got.B, want.B) || !slices.Equal(got.Ends, want.Ends) {
+		t.Fatalf("a batch of %d reads replies %q (ends %v), one at a time %q (ends %v)", len(cmds), got.B, got.Ends, want.B, want.Ends)
+	}
 }
 
 // fuzzCheckTimers checks the invariants of every key's bit timers.

@@ -60,6 +60,9 @@ func getbits(c *ctx, args [][]byte) {
 // many commands it answered, 0 where no run of two or more starts. The
 // run ends before a command with a bad offset, which exec answers.
 func (c *ctx) getbitRun(cmds []Command, out *Replies) int {
+	if len(cmds) < 2 || !isGetbitOf(cmds[0], cmds[0]) || !isGetbitOf(cmds[1], cmds[0]) {
+		return 0 // not even the start of a run: nothing parsed twice
+	}
 	var stack [probeChunk]uint64
 	offs := stack[:0]
 	for _, cmd := range cmds[:min(len(cmds), len(stack))] {

@@ -71,6 +71,9 @@ func TestGetbitRunsModel(t *testing.T) {
 				cmd.Args[2] = []byte([]string{"-1", "x", "4294967296", ""}[rnd.Intn(4)])
 			case 1:
 				cmd = bmCommand("GET", keys[rnd.Intn(len(keys))])
+				if rnd.Intn(2) == 0 {
+					cmd = bmCommand("DBSIZE")
+				}
 			case 2:
 				cmd.DB = 1 + rnd.Intn(NumDBs)
 			}
