@@ -50,10 +50,12 @@ func (s *Store) ReadUnchanged(cmds []Command, now int64, out *Replies, current f
 func (s *Store) answerUnchanged(cmds []Command, now int64, out *Replies) (changes uint64, ok bool) {
 	ok = s.read(now, out, func(c *ctx) bool {
 		changes = s.changes.Load() // as of the state read under the lock
-		for _, cmd := range cmds {
-			if !c.setbitUnchanged(cmd) {
+		for rest := cmds; len(rest) > 0; {
+			n := c.setbitRunUnchanged(rest)
+			if n == 0 {
 				return false
 			}
+			rest = rest[n:]
 		}
 		for _, cmd := range cmds {
 			// An unchanged SETBIT answers the value it was asked to set.
@@ -63,6 +65,45 @@ func (s *Store) answerUnchanged(cmds []Command, now int64, out *Replies) (change
 		return true
 	})
 	return changes, ok
+}
+
+// setbitRunUnchanged checks the SETBITs at the start of cmds: a run of
+// SETBITs to 1 on one key (a client's pipeline of heartbeats) together,
+// with one lookup of the key and the bits read side by side (see
+// value.getBits), or else the first alone. It returns how many it found
+// unchanged, or 0 when one of them would change something.
+func (c *ctx) setbitRunUnchanged(cmds []Command) int {
+	first := cmds[0]
+	if len(cmds) < 2 || first.DB < 0 || first.DB >= NumDBs || !sameRun(first, first, "setbit") || !sameRun(first, cmds[1], "setbit") {
+		if c.setbitUnchanged(first) {
+			return 1
+		}
+		return 0
+	}
+	var stack [probeChunk]uint64
+	offs := stack[:0]
+	for _, cmd := range cmds[:min(len(cmds), len(stack))] {
+		if !sameRun(first, cmd, "setbit") {
+			break
+		}
+		off, ok := parseBitOffset(cmd.Args[2])
+		if !ok {
+			return 0
+		}
+		offs = append(offs, off)
+	}
+	e := c.getIn(c.s.mu.dbs[first.DB], first.Args[1])
+	if e == nil || c.ruleTTL(first.Args[1]) != 0 {
+		return 0
+	}
+	var bits [probeChunk]bool
+	e.v.getBits(offs, bits[:len(offs)])
+	for i, off := range offs { // a bit set is within the string
+		if _, armed := e.v.t.deadline(uint32(off)); !bits[i] || armed {
+			return 0
+		}
+	}
+	return len(offs)
 }
 
 // setbitUnchanged reports whether cmd, a SETBIT, is well-formed and sets

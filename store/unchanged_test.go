@@ -73,6 +73,92 @@ func TestReadUnchanged(t *testing.T) {
 	}
 }
 
+// TestReadUnchangedRuns checks ReadUnchanged against applying, as
+// TestReadUnchanged does, on pipelines of heartbeats: runs of SETBITs to 1
+// on one key, long and short, of bits set and, here and there, a bit that
+// is not set, beyond the string, armed, or a command that breaks the run
+// (another key or database, a bad offset, a 0). The key is large enough
+// for array and bitmap containers; a key a bit-TTL rule covers is never
+// unchanged.
+func TestReadUnchangedRuns(t *testing.T) {
+	rnd := rand.New(rand.NewSource(2))
+	s := New()
+	const now, length = 1_000_000, 300_000 // bits
+	set := func(key string, offs ...int) {
+		batch := make([]Command, len(offs))
+		for i, off := range offs {
+			batch[i] = bmCommand("SETBIT", key, strconv.Itoa(off), "1")
+		}
+		s.Apply(batch, now, &Replies{})
+	}
+	var offs []int // set in "bm": multiples of 3 below 150,000, of 97 above
+	for off := 0; off < length; off += 3 {
+		if off < length/2 || off%97 == 0 {
+			offs = append(offs, off)
+		}
+	}
+	set("bm", offs...)
+	set("bm", length-1)
+	set("ruled", offs...)
+	do(s, now, "BITTTLRULES ruled 100")
+	armed := []int{offs[77], offs[len(offs)-77]}
+	answered, declined := 0, 0
+	for i := range 600 {
+		do(s, now+1, fmt.Sprint("BITSETEX bm 100 ", armed[0], " ", armed[1])) // again, if a batch dropped them
+		var batch []Command
+		for range 1 + rnd.Intn(3) {
+			key := "bm"
+			if rnd.Intn(6) == 0 {
+				key = "ruled"
+			}
+			for range 1 + rnd.Intn([]int{3, 70, 150}[rnd.Intn(3)]) {
+				batch = append(batch, bmCommand("SETBIT", key, strconv.Itoa(offs[rnd.Intn(len(offs))]), "1"))
+			}
+		}
+		for j := range batch {
+			cmd := &batch[j]
+			switch rnd.Intn(800) {
+			case 0:
+				cmd.Args[2] = []byte(strconv.Itoa(1 + 3*rnd.Intn(length/6))) // not set
+			case 1:
+				cmd.Args[2] = []byte(strconv.Itoa(length + rnd.Intn(100))) // beyond
+			case 2:
+				cmd.Args[2] = []byte(strconv.Itoa(armed[rnd.Intn(2)]))
+			case 3:
+				cmd.Args[1] = []byte("other")
+			case 4:
+				cmd.DB = []int{1, NumDBs}[rnd.Intn(2)]
+			case 5:
+				cmd.Args[2] = []byte("-1")
+			case 6:
+				cmd.Args[3] = []byte("0")
+			}
+		}
+		digest := s.Digest()
+		var got Replies
+		ok := answersUnchanged(s, batch, now+1, &got)
+		var want Replies
+		s.Apply(batch, now+1, &want)
+		if !ok {
+			declined++
+			if got.Len() != 0 || len(got.Ends) != 0 {
+				t.Fatalf("batch %d: declined but wrote %q", i, got.B)
+			}
+			continue
+		}
+		answered++
+		if string(got.B) != string(want.B) || len(got.Ends) != len(batch) {
+			t.Fatalf("batch %d %s: answered %q (%d ends), applying answers %q", i, describe(batch), got.B, len(got.Ends), want.B)
+		}
+		if s.Digest() != digest {
+			t.Fatalf("batch %d %s: answered as unchanged, but applying changed the store", i, describe(batch))
+		}
+	}
+	if answered < 100 || declined < 100 {
+		t.Fatalf("answered %d batches, declined %d: the test does not exercise both", answered, declined)
+	}
+}
+
 // snapshotKeys describes the bytes and TTLs of keys at time now.
 func snapshotKeys(s *Store, now int64, keys []string) string {
 	out := ""
