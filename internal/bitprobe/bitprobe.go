@@ -65,7 +65,7 @@ func probe(rb *roaring.Bitmap, ra *roaringArray, xs []uint32, out []bool) {
 		}
 		switch c := ra.containers[k]; c.tab {
 		case arrayTab:
-			values.start(i, (*arrayContainer)(c.data).content, uint16(x))
+			values.startNear(i, (*arrayContainer)(c.data).content, uint16(x))
 		case bitmapTab:
 			lo := uint16(x)
 			out[i] = (*bitmapContainer)(c.data).bitmap[lo/64]&(1<<(lo%64)) != 0
@@ -74,6 +74,16 @@ func probe(rb *roaring.Bitmap, ra *roaringArray, xs []uint32, out []bool) {
 		}
 	}
 	values.run(len(xs))
+	again := false
+	for i := range xs {
+		if values.escaped(i) { // the whole array, then
+			values.start(i, values.arrays[i], values.want[i])
+			again = true
+		}
+	}
+	if again {
+		values.run(len(xs))
+	}
 	for i := range xs {
 		if _, ok := values.found(i); ok {
 			out[i] = true
@@ -81,20 +91,55 @@ func probe(rb *roaring.Bitmap, ra *roaringArray, xs []uint32, out []bool) {
 	}
 }
 
+// near is half the window startNear searches: random ids spread over a
+// container fall within about sqrt(n)/2 places of where an even spread
+// would put them (18 of an array of 1,300), so that a value is outside a
+// window of 128 about once in two thousand. Windows of 32, 64, 128 and
+// 256 values took 34, 23, 21 and 22 µs for 500 values of 2M in 100M.
+const near = 64
+
 // searches are binary searches of sorted arrays, one a lane, that run a
 // step of each in turn. Each narrows a window [base, base+left) that ends
 // at the first value not below the one sought, without a branch on the
 // values.
 type searches struct {
-	arrays [lanes][]uint16 // nil: no search in the lane
-	want   [lanes]uint16
-	base   [lanes]int
-	left   [lanes]int
+	arrays   [lanes][]uint16 // nil: no search in the lane
+	want     [lanes]uint16
+	base     [lanes]int
+	left     [lanes]int
+	from, to [lanes]int // the window searched: [from, to)
 }
 
 // start sets lane i to search a for x.
 func (s *searches) start(i int, a []uint16, x uint16) {
 	s.arrays[i], s.want[i], s.base[i], s.left[i] = a, x, 0, len(a)
+	s.from[i], s.to[i] = 0, len(a)
+}
+
+// startNear sets lane i to search a for x within 2*near places around
+// where x would be if a's values were spread evenly over the 16-bit
+// range: a few cache lines rather than most of a large array. The value
+// may lie outside (see escaped).
+func (s *searches) startNear(i int, a []uint16, x uint16) {
+	n := len(a)
+	if n <= 4*near {
+		s.start(i, a, x)
+		return
+	}
+	from := min(max(int(x)*n>>16-near, 0), n-2*near)
+	s.arrays[i], s.want[i], s.base[i], s.left[i] = a, x, from, 2*near
+	s.from[i], s.to[i] = from, from+2*near
+}
+
+// escaped reports whether lane i's search ended at an end of its window
+// beyond which the value sought may lie: below its first value, with
+// values before it, or above its last, with values after it.
+func (s *searches) escaped(i int) bool {
+	a, b, x := s.arrays[i], s.base[i], s.want[i]
+	if s.left[i] != 1 {
+		return false
+	}
+	return b == s.from[i] && b > 0 && a[b] > x || b == s.to[i]-1 && s.to[i] < len(a) && a[b] < x
 }
 
 // run runs the searches of the first n lanes to their end.

@@ -71,6 +71,7 @@ func TestContainsModel(t *testing.T) {
 		{"sparse in 100M", randomBitmap(rnd, 200_000, 100_000_000)},
 		{"dense in 1M", randomBitmap(rnd, 600_000, 1_000_000)},
 		{"mixed", mixed(rnd)},
+		{"skewed arrays", skewed(rnd)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var xs []uint32
@@ -121,6 +122,28 @@ func arraysOfEverySize(rnd *rand.Rand) *roaring.Bitmap {
 		c := roaring.New()
 		for c.GetCardinality() < uint64(k) {
 			c.Add(k<<16 | rnd.Uint32N(1<<16))
+		}
+		rb.Or(c)
+	}
+	return rb
+}
+
+// skewed returns a bitmap of array containers whose values are not
+// spread evenly: packed in a part of the container's range, or dense at
+// one end, so that many lie far from where an even spread would put them.
+func skewed(rnd *rand.Rand) *roaring.Bitmap {
+	rb := roaring.New()
+	for k := range uint32(200) {
+		n := 1 + rnd.IntN(4096)
+		width := uint32(n + rnd.IntN(1<<16-n))
+		start := rnd.Uint32N(1<<16 - width + 1)
+		c := roaring.New()
+		for c.GetCardinality() < uint64(n) {
+			r := rnd.Float64()
+			if k%2 == 0 {
+				r *= r // dense at the low end
+			}
+			c.Add(k<<16 | start + uint32(r*float64(width)))
 		}
 		rb.Or(c)
 	}
