@@ -298,13 +298,8 @@ func fuzzCheckBatch(t *testing.T, s *Store, cmds []Command, now int64) {
 			return
 		}
 	}
-	var want, got Replies
-	for _, cmd := range cmds {
-		var one Replies
-		s.Read([]Command{cmd}, now, &one)
-		want.B = append(want.B, one.B...)
-		want.Ends = append(want.Ends, len(want.B))
-	}
+	want := readEach(s, cmds, now)
+	var got Replies
 	s.Read(cmds, now, &got)
 	if !bytes.Equal(got.B, want.B) || !slices.Equal(got.Ends, want.Ends) {
 		t.Fatalf("a batch of %d reads replies %q (ends %v), one at a time %q (ends %v)", len(cmds), got.B, got.Ends, want.B, want.Ends)

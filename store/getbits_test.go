@@ -90,13 +90,7 @@ func TestGetbitRunsModel(t *testing.T) {
 				batch = append(batch, c)
 			}
 		}
-		var want Replies
-		for _, cmd := range batch {
-			var one Replies
-			s.Read([]Command{cmd}, 1002, &one)
-			want.B = append(want.B, one.B...)
-			want.Ends = append(want.Ends, len(want.B))
-		}
+		want := readEach(s, batch, 1002)
 		var got Replies
 		s.Read(batch, 1002, &got)
 		if string(got.B) != string(want.B) || !slices.Equal(got.Ends, want.Ends) {
@@ -108,6 +102,19 @@ func TestGetbitRunsModel(t *testing.T) {
 			t.Fatalf("round %d: ends %v, want %v", round, got.Ends, want.Ends)
 		}
 	}
+}
+
+// readEach reads cmds one at a time, each in a batch of its own, and
+// returns their replies together.
+func readEach(s *Store, cmds []Command, now int64) Replies {
+	var all Replies
+	for _, cmd := range cmds {
+		var one Replies
+		s.Read([]Command{cmd}, now, &one)
+		all.B = append(all.B, one.B...)
+		all.Ends = append(all.Ends, len(all.B))
+	}
+	return all
 }
 
 // TestGetbitsCases checks the edges: GETBIT's offset checks, applied to
