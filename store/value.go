@@ -160,7 +160,9 @@ func (v *value) getBits(offs []uint64, out []bool) {
 	}
 }
 
-// probeChunk is how many offsets getBits converts for bitprobe at a time.
+// probeChunk is how many offsets getBits converts for bitprobe at a time,
+// and how many commands a run of GETBITs or of heartbeats that change
+// nothing reads together (see getbitRun and setbitRunUnchanged).
 const probeChunk = 64
 
 // setBit sets or clears bit off (below 2^32), growing the string with zero
