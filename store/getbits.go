@@ -64,17 +64,7 @@ func (c *ctx) getbitRun(cmds []Command, out *Replies) int {
 		return 0 // not even the start of a run: nothing parsed twice
 	}
 	var stack [probeChunk]uint64
-	offs := stack[:0]
-	for _, cmd := range cmds[:min(len(cmds), len(stack))] {
-		if !isGetbitOf(cmd, cmds[0]) {
-			break
-		}
-		off, ok := parseBitOffset(cmd.Args[2])
-		if !ok {
-			break
-		}
-		offs = append(offs, off)
-	}
+	offs, _ := runOffsets(cmds, stack[:], func(cmd Command) bool { return isGetbitOf(cmd, cmds[0]) })
 	if len(offs) < 2 {
 		return 0
 	}
@@ -88,6 +78,25 @@ func (c *ctx) getbitRun(cmds []Command, out *Replies) int {
 		out.Ends = append(out.Ends, out.Len())
 	}
 	return len(offs)
+}
+
+// runOffsets parses into buf the offsets (the third arguments) of the
+// commands at the start of cmds that inRun accepts, at most len(buf) of
+// them. It stops before a command whose offset is bad, and reports
+// whether it did.
+func runOffsets(cmds []Command, buf []uint64, inRun func(Command) bool) (offs []uint64, badOffset bool) {
+	offs = buf[:0]
+	for _, cmd := range cmds[:min(len(cmds), len(buf))] {
+		if !inRun(cmd) {
+			break
+		}
+		off, ok := parseBitOffset(cmd.Args[2])
+		if !ok {
+			return offs, true
+		}
+		offs = append(offs, off)
+	}
+	return offs, false
 }
 
 // isGetbitOf reports whether cmd is a GETBIT key offset on the key and in

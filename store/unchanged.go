@@ -81,16 +81,9 @@ func (c *ctx) setbitRunUnchanged(cmds []Command) int {
 		return 0
 	}
 	var stack [probeChunk]uint64
-	offs := stack[:0]
-	for _, cmd := range cmds[:min(len(cmds), len(stack))] {
-		if !sameRun(first, cmd, "setbit") {
-			break
-		}
-		off, ok := parseBitOffset(cmd.Args[2])
-		if !ok {
-			return 0
-		}
-		offs = append(offs, off)
+	offs, bad := runOffsets(cmds, stack[:], func(cmd Command) bool { return sameRun(first, cmd, "setbit") })
+	if bad {
+		return 0 // the write path answers its error
 	}
 	e := c.getIn(c.s.mu.dbs[first.DB], first.Args[1])
 	if e == nil || c.ruleTTL(first.Args[1]) != 0 {
