@@ -1,5 +1,6 @@
 // Package bitprobe answers many membership queries on one roaring bitmap
-// at once, faster than one Contains after another.
+// at once, faster than one Contains after another, and adds many values
+// to one faster than one Add after another (see Add).
 //
 // A Contains on a large, sparse bitmap is two dependent binary searches:
 // the container index, then the container, an array of up to 4,096
@@ -73,17 +74,7 @@ func probe(rb *roaring.Bitmap, ra *roaringArray, xs []uint32, out []bool) {
 			out[i] = rb.Contains(x)
 		}
 	}
-	values.run(len(xs))
-	again := false
-	for i := range xs {
-		if values.escaped(i) { // the whole array, then
-			values.start(i, values.arrays[i], values.want[i])
-			again = true
-		}
-	}
-	if again {
-		values.run(len(xs))
-	}
+	values.runNear(len(xs))
 	for i := range xs {
 		if _, ok := values.found(i); ok {
 			out[i] = true
@@ -159,6 +150,23 @@ func (s *searches) run(n int) {
 		if !stepped {
 			return
 		}
+	}
+}
+
+// runNear runs the searches of the first n lanes, started with
+// startNear, to their end: those that escaped their window search their
+// whole array again.
+func (s *searches) runNear(n int) {
+	s.run(n)
+	again := false
+	for i := range n {
+		if s.escaped(i) {
+			s.start(i, s.arrays[i], s.want[i])
+			again = true
+		}
+	}
+	if again {
+		s.run(n)
 	}
 }
 
