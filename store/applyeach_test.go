@@ -99,14 +99,14 @@ func TestApplyEachAnswersEachBatch(t *testing.T) {
 }
 
 // TestHeartbeatRunsAreCommands checks that a pipeline in which one-offset
-// BITSETEX and BITPSETEX commands, or SETBITs under bit-TTL rules, follow
-// each other on one key, as heartbeats do, applied as one batch (where
-// execAll applies such runs together), gives the replies, events and
-// state of the same commands applied one at a time: bad offsets, values
-// and TTLs inside runs, rules that change between runs, runs that
-// create their key or find it expired, runs broken by other commands on
-// the key or in databases that do not exist, and heartbeats on keys at
-// random included.
+// BITSETEX and BITPSETEX commands, or SETBITs to 1 under bit-TTL rules or
+// not, follow each other on one key, as heartbeats do, applied as one
+// batch (where execAll applies such runs together), gives the replies,
+// events, history and state of the same commands applied one at a time:
+// bad offsets, values and TTLs inside runs, rules that change between
+// runs, runs that create their key or find it expired, runs broken by
+// other commands on the key or in databases that do not exist, runs
+// over many containers, and heartbeats on keys at random included.
 func TestHeartbeatRunsAreCommands(t *testing.T) {
 	rnd := rand.New(rand.NewSource(3))
 	batched, single := New(), New()
@@ -123,7 +123,7 @@ func TestHeartbeatRunsAreCommands(t *testing.T) {
 	single.SetHistory(wantHist, HistoryConfig{Interval: 1000})
 	offsets := []string{"1", "2", "3", "70", "5000", "-1", "x", "4294967296", "0"}
 	ttls := []string{"1", "5", "90", "0", "-3", "y", "9223372036854775807"}
-	runs := 0
+	runs, setbitRuns := 0, 0
 	for i := range 400 {
 		now := int64(1_000_000 + i*700)
 		var b []Command
@@ -145,8 +145,10 @@ func TestHeartbeatRunsAreCommands(t *testing.T) {
 				rules := [][]string{{}, {"a", "30"}, {"*", "2"}, {"b", "60", "a", "1"}}[rnd.Intn(4)]
 				b = append(b, bmCommand(append([]string{"BITTTLRULES"}, rules...)...))
 			case 6:
-				for range 1 + rnd.Intn(70) {
-					off, val := strconv.Itoa(rnd.Intn(100_000)), "1"
+				space := []int{100_000, 10_000_000}[rnd.Intn(2)]
+				n := 1 + rnd.Intn(70)
+				for range n {
+					off, val := strconv.Itoa(rnd.Intn(space)), "1"
 					switch rnd.Intn(30) {
 					case 0:
 						off = offsets[5+rnd.Intn(3)]
@@ -157,6 +159,7 @@ func TestHeartbeatRunsAreCommands(t *testing.T) {
 					cmd.DB = db
 					b = append(b, cmd)
 				}
+				setbitRuns += min(n-1, 1)
 			case 4:
 				// One-offset heartbeats on keys and databases at random,
 				// bad ones among them: windows warmArms reads ahead of.
@@ -219,7 +222,7 @@ func TestHeartbeatRunsAreCommands(t *testing.T) {
 			t.Fatalf("step %d: batched history %v, one at a time %v", i, gotHist.calls, wantHist.calls)
 		}
 	}
-	if runs < 1000 {
-		t.Fatalf("only %d runs of heartbeats", runs)
+	if runs < 1000 || setbitRuns < 300 {
+		t.Fatalf("only %d runs of heartbeats and %d of SETBITs", runs, setbitRuns)
 	}
 }

@@ -70,6 +70,49 @@ func setbit(c *ctx, args [][]byte) {
 	c.w.Bit(old)
 }
 
+// setbitRun applies the run of SETBITs to 1 on one key at the start of
+// cmds (see setbitRunStarts), as a client's pipeline of heartbeats and
+// new ids sends them, on a key no bit-TTL rule covers (execAll gives the
+// runs that a rule arms to armRun first): as exec would apply them
+// one after another, with the same replies and the same state, but with
+// one lookup of the key and the bits set side by side (see
+// value.setBits). It returns how many commands it applied, 0 where no run
+// of two or more starts. The run ends before a command with a bad
+// offset, which exec answers.
+func (c *ctx) setbitRun(cmds []Command, out *Replies) int {
+	if !setbitRunStarts(cmds) {
+		return 0
+	}
+	first, key := cmds[0], cmds[0].Args[1]
+	var stack [probeChunk]uint64
+	offs, _ := runOffsets(cmds, stack[:], func(cmd Command) bool { return sameRun(first, cmd, "setbit") })
+	if len(offs) < 2 {
+		return 0
+	}
+	c.db, c.dbIndex = c.s.mu.dbs[first.DB], first.DB
+	e := c.get(key)
+	if e == nil {
+		e = c.put(key, value{})
+	}
+	var old [probeChunk]bool
+	e.v.setBits(offs, old[:len(offs)])
+	for i, off := range offs {
+		c.setbitTimers(e, key, off, true, old[i])
+		c.w.Bit(old[i])
+		out.Ends = append(out.Ends, out.Len())
+	}
+	c.mark(c.dbIndex, key)
+	return len(offs)
+}
+
+// setbitRunStarts reports whether cmds start with two SETBITs to 1 on one
+// key of a valid database: a run of them.
+func setbitRunStarts(cmds []Command) bool {
+	first := cmds[0]
+	return len(cmds) >= 2 && first.DB >= 0 && first.DB < NumDBs &&
+		sameRun(first, first, "setbit") && sameRun(first, cmds[1], "setbit")
+}
+
 func getbit(c *ctx, args [][]byte) {
 	off, ok := parseBitOffset(args[2])
 	if !ok {

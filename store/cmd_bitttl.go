@@ -136,7 +136,8 @@ func bitsetexHandler(unit int64) handler {
 }
 
 // execAll runs cmds on the write path, appending each reply to out. A
-// run of heartbeats on one key is applied as one (see armRun); other
+// run of heartbeats on one key is applied as one (see armRun), and so is
+// one of SETBITs to 1 outside bit-TTL rules (see setbitRun); other
 // commands go in windows of up to warmChunk, whose timer blocks are
 // warmed before they run (see warmArms).
 func (c *ctx) execAll(cmds []Command, out *Replies) {
@@ -146,8 +147,12 @@ func (c *ctx) execAll(cmds []Command, out *Replies) {
 			cmds = cmds[n:]
 			continue
 		}
+		if n := c.setbitRun(cmds, out); n > 0 {
+			cmds = cmds[n:]
+			continue
+		}
 		n := 1
-		for n < min(len(cmds), warmChunk) && c.armRunLen(cmds[n:]) < 2 {
+		for n < min(len(cmds), warmChunk) && c.armRunLen(cmds[n:]) < 2 && !setbitRunStarts(cmds[n:]) {
 			n++
 		}
 		window := cmds[:n]

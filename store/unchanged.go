@@ -74,7 +74,7 @@ func (s *Store) answerUnchanged(cmds []Command, now int64, out *Replies) (change
 // unchanged, or 0 when one of them would change something.
 func (c *ctx) setbitRunUnchanged(cmds []Command) int {
 	first := cmds[0]
-	if len(cmds) < 2 || first.DB < 0 || first.DB >= NumDBs || !sameRun(first, first, "setbit") || !sameRun(first, cmds[1], "setbit") {
+	if !setbitRunStarts(cmds) {
 		if c.setbitUnchanged(first) {
 			return 1
 		}

@@ -185,6 +185,30 @@ func (v *value) setBit(off uint64, on bool) bool {
 	return old
 }
 
+// setBits sets bits offs (below 2^32) to 1 as setBit would one after
+// another, and sets old[i] to bit offs[i]'s old value; old must be as
+// long as offs. The bits are set side by side (see bitprobe.Add).
+func (v *value) setBits(offs []uint64, old []bool) {
+	v.toBitmap()
+	var xs [probeChunk]uint32
+	for len(offs) > 0 {
+		n := min(len(offs), probeChunk)
+		for i, off := range offs[:n] {
+			xs[i] = uint32(off)
+			if need := int64(off/8) + 1; need > v.n {
+				v.n = need
+			}
+		}
+		bitprobe.Add(v.bm, xs[:n], old[:n])
+		for i, x := range xs[:n] {
+			if !old[i] {
+				v.changed(x)
+			}
+		}
+		offs, old = offs[n:], old[n:]
+	}
+}
+
 // clearBit clears bit off of a bitmap value.
 func (v *value) clearBit(off uint32) {
 	if v.bm.CheckedRemove(off) {
