@@ -1,10 +1,6 @@
 package bitprobe
 
-import (
-	"unsafe"
-
-	"github.com/RoaringBitmap/roaring/v2"
-)
+import "github.com/RoaringBitmap/roaring/v2"
 
 // Add adds xs to rb in order and sets old[i] to whether rb held xs[i]
 // before, as !rb.CheckedAdd(xs[i]) one after another would; old must be
@@ -22,29 +18,14 @@ import (
 // be full (which becomes a run). A value whose array an earlier value of
 // its group changed goes to CheckedAdd too: its search is stale.
 func Add(rb *roaring.Bitmap, xs []uint32, old []bool) {
-	old = old[:len(xs)]
-	if !layoutOK {
-		for i, x := range xs {
-			old[i] = !rb.CheckedAdd(x)
-		}
-		return
-	}
-	ra := (*roaringArray)(unsafe.Pointer(rb))
-	for len(xs) > 0 {
-		n := min(len(xs), lanes)
-		add(rb, ra, xs[:n], old[:n])
-		xs, old = xs[n:], old[n:]
-	}
+	inGroups(rb, xs, old, func(x uint32) bool { return !rb.CheckedAdd(x) }, add)
 }
 
 // add adds up to lanes values: it finds their containers and searches
 // their arrays side by side, then adds them one after another.
 func add(rb *roaring.Bitmap, ra *roaringArray, xs []uint32, old []bool) {
 	var keys, values searches
-	for i, x := range xs {
-		keys.start(i, ra.keys, uint16(x>>16))
-	}
-	keys.run(len(xs))
+	keys.findContainers(ra, xs)
 	var at [lanes]int // lane i's container, -1 for none
 	for i, x := range xs {
 		k, ok := keys.found(i)

@@ -34,19 +34,35 @@ const lanes = 16
 // Contains sets out[i] to whether rb contains xs[i], for each i; out must
 // be at least as long as xs. rb must not change meanwhile.
 func Contains(rb *roaring.Bitmap, xs []uint32, out []bool) {
+	inGroups(rb, xs, out, rb.Contains, probe)
+}
+
+// inGroups sets out[i] for each xs[i] with group, called on up to lanes
+// values at a time; out must be at least as long as xs. Where roaring is
+// not laid out as layout.go says, it sets out[i] to one(xs[i]) instead.
+func inGroups(rb *roaring.Bitmap, xs []uint32, out []bool, one func(uint32) bool, group func(*roaring.Bitmap, *roaringArray, []uint32, []bool)) {
 	out = out[:len(xs)]
 	if !layoutOK {
 		for i, x := range xs {
-			out[i] = rb.Contains(x)
+			out[i] = one(x)
 		}
 		return
 	}
 	ra := (*roaringArray)(unsafe.Pointer(rb))
 	for len(xs) > 0 {
 		n := min(len(xs), lanes)
-		probe(rb, ra, xs[:n], out[:n])
+		group(rb, ra, xs[:n], out[:n])
 		xs, out = xs[n:], out[n:]
 	}
+}
+
+// findContainers searches ra's container index for the containers of xs,
+// a lane each, to the end.
+func (s *searches) findContainers(ra *roaringArray, xs []uint32) {
+	for i, x := range xs {
+		s.start(i, ra.keys, uint16(x>>16))
+	}
+	s.run(len(xs))
 }
 
 // probe answers up to lanes values: it finds their containers, reads
@@ -54,10 +70,7 @@ func Contains(rb *roaring.Bitmap, xs []uint32, out []bool) {
 // container index, then of the arrays, run side by side.
 func probe(rb *roaring.Bitmap, ra *roaringArray, xs []uint32, out []bool) {
 	var keys, values searches
-	for i, x := range xs {
-		keys.start(i, ra.keys, uint16(x>>16))
-	}
-	keys.run(len(xs))
+	keys.findContainers(ra, xs)
 	for i, x := range xs {
 		out[i] = false
 		k, ok := keys.found(i)
