@@ -62,11 +62,13 @@ type stale struct {
 	moved bool       // a new container moved those after it up
 }
 
+// add records that container k changed.
 func (s *stale) add(k int) {
 	s.ks[s.n] = k
 	s.n++
 }
 
+// has reports whether container k changed.
 func (s *stale) has(k int) bool {
 	for _, j := range s.ks[:s.n] {
 		if j == k {
@@ -76,10 +78,10 @@ func (s *stale) has(k int) bool {
 	return false
 }
 
-// addIn adds x, lane i's value (low bits), searched for in values, to
-// container k of ra, and sets *old to whether it was there, unless roaring must do it
-// (see Add); it reports whether it did. An array it inserts into becomes
-// stale.
+// addIn adds x, lane i's value (its low bits), searched for in values,
+// to container k of ra and sets *old to whether it was there, unless
+// roaring must add it (see Add); it reports whether it did. An array it
+// inserts into becomes stale.
 func addIn(ra *roaringArray, k int, x uint16, values *searches, i int, st *stale, old *bool) bool {
 	if ra.needCopyOnWrite[k] {
 		return false
@@ -98,15 +100,11 @@ func addIn(ra *roaringArray, k int, x uint16, values *searches, i int, st *stale
 		b.cardinality++
 		return true
 	case arrayTab:
-		if st.has(k) {
+		if st.has(k) || values.left[i] != 1 { // stale, or an empty array
 			return false
 		}
 		a := (*arrayContainer)(c.data)
-		s := a.content
-		if values.left[i] != 1 {
-			return false
-		}
-		pos := values.base[i]
+		s, pos := a.content, values.base[i]
 		if *old = s[pos] == x; *old {
 			return true
 		}
