@@ -18,7 +18,7 @@ import "github.com/RoaringBitmap/roaring/v2"
 // be full (which becomes a run). A value whose array an earlier value of
 // its group changed goes to CheckedAdd too: its search is stale.
 func Add(rb *roaring.Bitmap, xs []uint32, old []bool) {
-	inGroups(rb, xs, old, func(x uint32) bool { return !rb.CheckedAdd(x) }, add)
+	inGroups(rb, xs, old, opAdd)
 }
 
 // add adds up to lanes values: it finds their containers and searches

@@ -34,24 +34,43 @@ const lanes = 16
 // Contains sets out[i] to whether rb contains xs[i], for each i; out must
 // be at least as long as xs. rb must not change meanwhile.
 func Contains(rb *roaring.Bitmap, xs []uint32, out []bool) {
-	inGroups(rb, xs, out, rb.Contains, probe)
+	inGroups(rb, xs, out, opContains)
 }
 
-// inGroups sets out[i] for each xs[i] with group, called on up to lanes
-// values at a time; out must be at least as long as xs. Where roaring is
-// not laid out as layout.go says, it sets out[i] to one(xs[i]) instead.
-func inGroups(rb *roaring.Bitmap, xs []uint32, out []bool, one func(uint32) bool, group func(*roaring.Bitmap, *roaringArray, []uint32, []bool)) {
+// op is what inGroups does with each value.
+type op bool
+
+const (
+	opContains op = false // out[i]: whether the bitmap contains xs[i]
+	opAdd      op = true  // add xs[i]; out[i]: whether it was there
+)
+
+// inGroups does o with each of xs, up to lanes values at a time, setting
+// out[i] for xs[i]; out must be at least as long as xs. Where roaring is
+// not laid out as layout.go says, it uses roaring's Contains or
+// CheckedAdd for each value instead. The groups are called directly, not
+// through a function value, so that xs and out can stay on the caller's
+// stack.
+func inGroups(rb *roaring.Bitmap, xs []uint32, out []bool, o op) {
 	out = out[:len(xs)]
 	if !layoutOK {
 		for i, x := range xs {
-			out[i] = one(x)
+			if o == opAdd {
+				out[i] = !rb.CheckedAdd(x)
+			} else {
+				out[i] = rb.Contains(x)
+			}
 		}
 		return
 	}
 	ra := (*roaringArray)(unsafe.Pointer(rb))
 	for len(xs) > 0 {
 		n := min(len(xs), lanes)
-		group(rb, ra, xs[:n], out[:n])
+		if o == opAdd {
+			add(rb, ra, xs[:n], out[:n])
+		} else {
+			probe(rb, ra, xs[:n], out[:n])
+		}
 		xs, out = xs[n:], out[n:]
 	}
 }
