@@ -81,11 +81,12 @@ func (c *ctx) setbitRunUnchanged(cmds []Command) int {
 		return 0
 	}
 	// A batch that sets new bits mostly shows it at its first: the rest
-	// of the run is neither parsed nor read for it.
+	// of the run is neither parsed nor read for it. A bad offset goes to
+	// the write path, which answers its error.
 	e := c.getIn(c.s.mu.dbs[first.DB], first.Args[1])
 	off, ok := parseBitOffset(first.Args[2])
 	if e == nil || !ok || !e.v.getBit(off) || c.ruleTTL(first.Args[1]) != 0 {
-		return 0 // a bad offset: the write path answers its error
+		return 0
 	}
 	var stack [probeChunk]uint64
 	offs, bad := runOffsets(cmds, stack[:], func(cmd Command) bool { return sameRun(first, cmd, "setbit") })
