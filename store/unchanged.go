@@ -1,6 +1,9 @@
 package store
 
-import "github.com/presenced/presenced/proto"
+import (
+	"github.com/presenced/presenced/internal/bitprobe"
+	"github.com/presenced/presenced/proto"
+)
 
 // ReadUnchanged answers cmds on the read path when none of them would
 // change the store — SETBITs that set a bit to the value it already has,
@@ -88,19 +91,30 @@ func (c *ctx) setbitRunUnchanged(cmds []Command) int {
 	if e == nil || !ok || !e.v.getBit(off) || c.ruleTTL(first.Args[1]) != 0 {
 		return 0
 	}
-	var stack [probeChunk]uint64
-	offs, bad := runOffsets(cmds, stack[:], func(cmd Command) bool { return sameRun(first, cmd, "setbit") })
-	if bad {
-		return 0
-	}
-	var bits [probeChunk]bool
-	e.v.getBits(offs, bits[:len(offs)])
-	for i, off := range offs { // a bit set is within the string
-		if _, armed := e.v.t.deadline(uint32(off)); !bits[i] || armed {
+	// The rest goes a group at a time: a batch of heartbeats of users
+	// online reads them all, and one that sets a new bit past its first
+	// stops in the group where it does.
+	inRun := func(cmd Command) bool { return sameRun(first, cmd, "setbit") }
+	checked, limit := 0, min(len(cmds), probeChunk)
+	for checked < limit {
+		var stack [bitprobe.Group]uint64
+		offs, bad := runOffsets(cmds[checked:limit], stack[:], inRun)
+		if bad {
 			return 0
 		}
+		var bits [bitprobe.Group]bool
+		e.v.getBits(offs, bits[:len(offs)])
+		for i, off := range offs { // a bit set is within the string
+			if _, armed := e.v.t.deadline(uint32(off)); !bits[i] || armed {
+				return 0
+			}
+		}
+		checked += len(offs)
+		if len(offs) < len(stack) {
+			break // the run ended (or the group before was its last)
+		}
 	}
-	return len(offs)
+	return checked
 }
 
 // setbitUnchanged reports whether cmd, a SETBIT, is well-formed and sets

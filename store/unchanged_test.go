@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/presenced/presenced/internal/bitprobe"
 )
 
 // TestReadUnchanged checks ReadUnchanged against applying: whenever it
@@ -128,6 +129,45 @@ func TestReadUnchangedRuns(t *testing.T) {
 	}
 	if answered < 100 || declined < 100 {
 		t.Fatalf("answered %d batches, declined %d: the test does not exercise both", answered, declined)
+	}
+}
+
+// TestReadUnchangedRunGroups checks runs of heartbeats around the groups
+// that a run is read in (bitprobe.Group): runs of every length near a
+// multiple of it, all set or with one bit not set at a group's edges,
+// alone or followed by a SETBIT to 0 that changes nothing.
+func TestReadUnchangedRunGroups(t *testing.T) {
+	s := New()
+	const now, set, unset = 1_000_000, 1_000, 5_000 // bits 0..set-1 and 2*unset are set
+	batch := []Command{bmCommand("SETBIT", "bm", strconv.Itoa(2*unset), "1")}
+	for off := range set {
+		batch = append(batch, bmCommand("SETBIT", "bm", strconv.Itoa(off), "1"))
+	}
+	s.Apply(batch, now, &Replies{})
+	g := bitprobe.Group
+	for _, n := range []int{1, g - 1, g, g + 1, 2*g - 1, 2 * g, 2*g + 1, probeChunk - 1, probeChunk, probeChunk + 1, 2*probeChunk + 3} {
+		for _, newBit := range []int{-1, 0, g - 1, g, g + 1, n - 1} {
+			for _, followed := range []bool{false, true} {
+				if newBit >= n {
+					continue
+				}
+				batch = batch[:0]
+				for i := range n {
+					off := i * 7 % set
+					if i == newBit {
+						off = unset + i
+					}
+					batch = append(batch, bmCommand("SETBIT", "bm", strconv.Itoa(off), "1"))
+				}
+				if followed {
+					batch = append(batch, bmCommand("SETBIT", "bm", strconv.Itoa(unset), "0"))
+				}
+				if got, want := checkUnchanged(t, s, batch, now, func() string { return strconv.FormatUint(s.Digest(), 16) }), newBit < 0; got != want {
+					t.Fatalf("%d SETBITs, bit %d new, followed %v: answered %v, want %v", n, newBit, followed, got, want)
+				}
+				do(s, now, fmt.Sprint("SETBIT bm ", unset+newBit, " 0")) // as before
+			}
+		}
 	}
 }
 
@@ -309,6 +349,47 @@ func TestReadUnchangedChecksAgainAfterAChange(t *testing.T) {
 			}
 			if got := string(out.B[len(":7\r\n"):]); ok != (tc.want != "") || got != tc.want || len(out.Ends) != 1+strings.Count(tc.want, "\r\n") {
 				t.Fatalf("answered %v with %q (%d ends), want %q", ok, got, len(out.Ends), tc.want)
+			}
+		})
+	}
+}
+
+// BenchmarkReadUnchanged checks batches of 64 heartbeats on a key of 16M
+// ids in 100M: of users online (all set, answered), and of random ids
+// (declined, mostly at the first; one in six past it).
+func BenchmarkReadUnchanged(b *testing.B) {
+	s := New()
+	const space, ids = 100_000_000, 16_000_000
+	rnd := rand.New(rand.NewSource(1))
+	online := make([]int, 0, ids)
+	for len(online) < ids {
+		var batch []Command
+		for range 4096 {
+			off := rnd.Intn(space)
+			online = append(online, off)
+			batch = append(batch, bmCommand("SETBIT", "hb", strconv.Itoa(off), "1"))
+		}
+		s.Apply(batch, 1, &Replies{})
+	}
+	for _, bc := range []struct {
+		name string
+		id   func() int
+	}{
+		{"online", func() int { return online[rnd.Intn(len(online))] }},
+		{"random", func() int { return rnd.Intn(space) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			batches := make([][]Command, 256)
+			for i := range batches {
+				for range 64 {
+					batches[i] = append(batches[i], bmCommand("SETBIT", "hb", strconv.Itoa(bc.id()), "1"))
+				}
+			}
+			var out Replies
+			b.ResetTimer()
+			for i := range b.N {
+				out.B, out.Ends = out.B[:0], out.Ends[:0]
+				answersUnchanged(s, batches[i%len(batches)], 1, &out)
 			}
 		})
 	}

@@ -31,6 +31,11 @@ import (
 // to stay in registers and the first level of cache.
 const lanes = 16
 
+// Group is how many values Contains and Add take at a time: a caller that
+// can stop at the first value of some kind loses nothing by asking for
+// Group values at a time and stopping between them.
+const Group = lanes
+
 // Contains sets out[i] to whether rb contains xs[i], for each i; out must
 // be at least as long as xs. rb must not change meanwhile.
 func Contains(rb *roaring.Bitmap, xs []uint32, out []bool) {
