@@ -163,12 +163,16 @@ func (t *bitTimers) deadline(off uint32) (int64, bool) {
 // commands the state machine reads ahead of (see warm and warmArms).
 const warmChunk = 64
 
-// warm reads the words of offs' blocks that arming them reads, and for
-// bits not armed the ends of the deadlines an insert moves: most are
-// cache misses in a large key, and reading them in a loop of independent
-// loads lets the processor wait for several at once, where arming them
-// one by one waits for each in turn. t may be nil. It returns a sum of
-// what it read and is not inlined, so that the loads are kept.
+// warm reads what arming offs reads of their blocks: the epoch, the
+// armed words up to the bit's (its rank), the bound of its word, the
+// deadline about where its rank puts it and, for a bit not armed, the
+// last deadline, up to which an insert moves them. Most are cache misses
+// in a large key, and reading them in a loop of independent loads lets
+// the processor wait for several at once, where arming them one by one
+// waits for each in turn (re-arming 10M users online among 100M ids took
+// 171 ns an id in process when warm read only the bit's word and bound,
+// 141 ns now). t may be nil. It returns a sum of what it read and is not
+// inlined, so that the loads are kept.
 //
 //go:noinline
 func (t *bitTimers) warm(offs []uint64) uint64 {
@@ -180,12 +184,15 @@ func (t *bitTimers) warm(offs []uint64) uint64 {
 		if b := t.blocks.get(uint32(off >> blockShift)); b != nil {
 			bit := uint(off & (blockSize - 1))
 			w := b.armed[bit/64]
-			sum += w + uint64(b.mins[bit/64])
-			if n := len(b.dl); n > 0 && w&(1<<(bit%64)) == 0 {
-				// Arming a bit not armed moves the deadlines after
-				// its rank (about bit*n/blockSize, ids spread evenly)
-				// up to the last.
-				sum += uint64(b.dl[int(bit)*n/blockSize]) + uint64(b.dl[n-1])
+			// The armed words span up to three cache lines: the first
+			// word, the middle one and the bit's touch them all.
+			sum += b.epoch + b.armed[0] + b.armed[blockWords/2] + w + uint64(b.mins[bit/64])
+			if n := len(b.dl); n > 0 {
+				// Ids spread evenly: the rank is about bit*n/blockSize.
+				sum += uint64(b.dl[int(bit)*n/blockSize])
+				if w&(1<<(bit%64)) == 0 {
+					sum += uint64(b.dl[n-1])
+				}
 			}
 		}
 	}

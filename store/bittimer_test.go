@@ -835,3 +835,39 @@ func BenchmarkSETBITNew(b *testing.B) { benchNew(b, setbits) }
 
 // BenchmarkBITSETEXNew arms 64 new ids with one BITSETEX a batch.
 func BenchmarkBITSETEXNew(b *testing.B) { benchNew(b, bitsetex) }
+
+// BenchmarkBITSETEXOnline re-arms users online, 64 a batch in one
+// BITSETEX, as the benchmark's BITSETEX rows do: 10M users among 100M ids
+// are armed first, about a hundred in each timer block, so that re-arming
+// one reads and writes a block and its deadlines out of the caches.
+func BenchmarkBITSETEXOnline(b *testing.B) {
+	const space, users = 100_000_000, 10_000_000
+	s := New()
+	rnd := rand.New(rand.NewSource(1))
+	online := make([]string, 0, users)
+	for len(online) < users {
+		args := []string{"BITSETEX", "online", "3600"}
+		for range 1000 {
+			id := strconv.Itoa(rnd.Intn(space))
+			online = append(online, id)
+			args = append(args, id)
+		}
+		s.Apply([]Command{bmCommand(args...)}, testNow, &Replies{})
+	}
+	batches := make([][]Command, 1<<14)
+	for i := range batches {
+		args := []string{"BITSETEX", "online", "90"}
+		for range 64 {
+			args = append(args, online[rnd.Intn(len(online))])
+		}
+		batches[i] = []Command{bmCommand(args...)}
+	}
+	var out Replies
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		out.Reset()
+		s.Apply(batches[i%len(batches)], testNow, &out)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/64, "ns/bit")
+}
