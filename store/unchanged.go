@@ -21,13 +21,10 @@ import (
 // is checked again.
 func (s *Store) ReadUnchanged(cmds []Command, now int64, out *Replies, current func() error) (bool, error) {
 	// What is known to change something is sent on without waiting for
-	// the lock, which an Apply may hold.
-	for _, cmd := range cmds {
-		if !isSetbit(cmd) {
-			return false, nil
-		}
-	}
-	if len(cmds) == 0 || s.rearms(cmds[0]) {
+	// the lock, which an Apply may hold. A batch is mostly of one
+	// command: its first tells; the check under the lock rejects a later
+	// command that is not a SETBIT.
+	if len(cmds) == 0 || !cmds[0].is("setbit") || s.rearms(cmds[0]) {
 		return false, nil
 	}
 	mark, ends := out.Len(), len(out.Ends)
@@ -91,11 +88,14 @@ func (c *ctx) setbitRunUnchanged(cmds []Command) int {
 	if e == nil || !ok || !e.v.getBit(off) || c.ruleTTL(first.Args[1]) != 0 {
 		return 0
 	}
+	if _, armed := e.v.t.deadline(uint32(off)); armed {
+		return 0
+	}
 	// The rest goes a group at a time: a batch of heartbeats of users
 	// online reads them all, and one that sets a new bit past its first
 	// stops in the group where it does.
 	inRun := func(cmd Command) bool { return sameRun(first, cmd, "setbit") }
-	checked, limit := 0, min(len(cmds), probeChunk)
+	checked, limit := 1, min(len(cmds), probeChunk)
 	for checked < limit {
 		var stack [bitprobe.Group]uint64
 		offs, bad := runOffsets(cmds[checked:limit], stack[:], inRun)
@@ -117,12 +117,12 @@ func (c *ctx) setbitRunUnchanged(cmds []Command) int {
 	return checked
 }
 
-// setbitUnchanged reports whether cmd, a SETBIT, is well-formed and sets
+// setbitUnchanged reports whether cmd is a well-formed SETBIT that sets
 // a bit of an existing string, within its length, to the value it has. A
 // SETBIT to 1 also changes a bit that has a deadline (it drops it) or
 // that a bit-TTL rule covers (it re-arms it).
 func (c *ctx) setbitUnchanged(cmd Command) bool {
-	if len(cmd.Args) != 4 || cmd.DB < 0 || cmd.DB >= NumDBs {
+	if len(cmd.Args) != 4 || !cmd.is("setbit") || cmd.DB < 0 || cmd.DB >= NumDBs {
 		return false
 	}
 	off, ok := parseBitOffset(cmd.Args[2])
@@ -143,9 +143,6 @@ func (c *ctx) setbitUnchanged(cmd Command) bool {
 	_, armed := e.v.t.deadline(uint32(off))
 	return !armed && c.ruleTTL(cmd.Args[1]) == 0
 }
-
-// isSetbit reports whether cmd is a SETBIT.
-func isSetbit(cmd Command) bool { return cmd.is("setbit") }
 
 // rearms reports whether cmd, a SETBIT, sets a bit to 1 in a key that a
 // bit-TTL rule covers, as of the latest change of the rules: it arms the
