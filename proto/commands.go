@@ -63,6 +63,8 @@ type Spec struct {
 	Parent *Spec
 	// ID is the index of a top-level command in Commands.
 	ID int
+	// Stat is the index of the command or subcommand in Counted.
+	Stat int
 }
 
 // EachKey calls f with each key argument of a call whose arguments, the
@@ -106,14 +108,23 @@ func (s *Spec) Sub(name []byte) *Spec {
 // Commands is the command table, in the order COMMAND lists it.
 var Commands = table
 
+// Counted lists what INFO commandstats counts calls of, as Redis 7 does:
+// every command and every subcommand of a container command (CONFIG GET
+// is counted as config|get, apart from CONFIG SET).
+var Counted []*Spec
+
 var byName = func() map[string]*Spec {
 	m := make(map[string]*Spec, len(table))
 	for i, c := range table {
 		c.ID = i
+		c.Stat = len(Counted)
+		Counted = append(Counted, c)
 		m[c.Name] = c
 		for _, s := range c.Subcommands {
 			s.Parent = c
 			s.Group, s.Since, s.Complexity = c.Group, c.Since, c.Complexity
+			s.Stat = len(Counted)
+			Counted = append(Counted, s)
 		}
 	}
 	return m

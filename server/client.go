@@ -90,6 +90,14 @@ type counter struct {
 	calls, usec, failed, rejected atomic.Int64
 }
 
+// reset zeroes the counts.
+func (ct *counter) reset() {
+	ct.calls.Store(0)
+	ct.usec.Store(0)
+	ct.failed.Store(0)
+	ct.rejected.Store(0)
+}
+
 func newClient(s *Server, nc net.Conn, peer bool) *client {
 	c := &client{
 		s:        s,
@@ -98,7 +106,7 @@ func newClient(s *Server, nc net.Conn, peer bool) *client {
 		id:       s.nextID.Add(1),
 		created:  time.Now(),
 		in:       make([]byte, 0, readChunk),
-		counters: make([]counter, len(proto.Commands)),
+		counters: make([]counter, len(proto.Counted)),
 	}
 	c.authed = s.settings.config().RequirePass == ""
 	c.info.lastActive = c.created
@@ -318,7 +326,7 @@ const maxCachedName = 32
 func (c *client) reject(spec *proto.Spec, msg string) {
 	c.flushPending()
 	if spec != nil {
-		c.counters[spec.ID].rejected.Add(1)
+		c.counters[spec.Stat].rejected.Add(1)
 	}
 	if spec != nil && spec.Name == "exec" {
 		// A refused EXEC ends the transaction, with or without one open.
@@ -417,23 +425,39 @@ func (c *client) readBarrier() error {
 // account records calls, time and failures of a batch for INFO; the
 // batch's replies start at offset mark, Ends[first] being the first one's
 // end. A run of the same command (a pipeline of heartbeats) is counted
-// with one addition per counter.
+// with one addition per counter; a container command's calls one by one.
 func (c *client) account(cmds []store.Command, first, mark int, took time.Duration) {
 	per := took.Microseconds() / int64(len(cmds))
 	start := mark
 	for i := 0; i < len(cmds); {
-		spec := cmds[i].Spec
+		cmd := cmds[i]
 		var calls, failed int64
-		for ; i < len(cmds) && cmds[i].Spec == spec; i++ {
+		for ; i < len(cmds) && cmds[i].Spec == cmd.Spec && (calls == 0 || len(cmd.Spec.Subcommands) == 0); i++ {
 			if c.out.B[start] == '-' {
 				failed++
 			}
 			start = c.out.Ends[first+i]
 			calls++
 		}
-		ct := &c.counters[spec.ID]
+		c.record(cmd.Spec, cmd.Args, calls, failed, per*calls)
+	}
+}
+
+// record counts calls of a command, spec with args, for INFO
+// commandstats, under what statOf says: failed of them answered an error,
+// and they took usec in all. A subcommand with the wrong number of
+// arguments counts as rejected, as in Redis, which checks it before
+// running it.
+func (c *client) record(spec *proto.Spec, args [][]byte, calls, failed, usec int64) {
+	stat := statOf(spec, args)
+	switch {
+	case stat == nil:
+	case stat.Parent != nil && !stat.CheckArity(len(args)):
+		c.counters[stat.Stat].rejected.Add(calls)
+	default:
+		ct := &c.counters[stat.Stat]
 		ct.calls.Add(calls)
-		ct.usec.Add(per * calls)
+		ct.usec.Add(usec)
 		if failed > 0 {
 			ct.failed.Add(failed)
 		}

@@ -53,21 +53,32 @@ func init() {
 
 // runServerCommand runs a server command and counts it.
 func (c *client) runServerCommand(spec *proto.Spec, args [][]byte) {
-	c.counted(spec, func() { serverCommands[spec.Name](c, args) })
+	c.counted(spec, args, func() { serverCommands[spec.Name](c, args) })
 }
 
-// counted runs a command's handler and counts the call for INFO.
-func (c *client) counted(spec *proto.Spec, run func()) {
+// counted runs the handler of a command, spec with args, and counts the
+// call for INFO (see record).
+func (c *client) counted(spec *proto.Spec, args [][]byte, run func()) {
 	begin := time.Now()
 	mark := c.out.Len()
 	run()
-	ct := &c.counters[spec.ID]
-	ct.calls.Add(1)
-	ct.usec.Add(time.Since(begin).Microseconds())
+	var failed int64
 	if c.out.Len() > mark && c.out.B[mark] == '-' {
-		ct.failed.Add(1)
+		failed = 1
 	}
+	c.record(spec, args, 1, failed, time.Since(begin).Microseconds())
 	c.touch(spec.Name)
+}
+
+// statOf returns what INFO commandstats counts a call of spec with args
+// under: the subcommand it names, for a container command, as Redis 7
+// counts config|get apart from config|set; else spec. It returns nil for
+// a subcommand that does not exist, which Redis counts nowhere.
+func statOf(spec *proto.Spec, args [][]byte) *proto.Spec {
+	if len(spec.Subcommands) == 0 || len(args) < 2 {
+		return spec
+	}
+	return spec.Sub(args[1])
 }
 
 // controlsTransaction reports whether spec runs at once inside MULTI

@@ -104,7 +104,7 @@ func (c *client) historyCommand(spec *proto.Spec, args [][]byte, at *pastTime) {
 		return
 	}
 	c.flushPending()
-	c.counted(spec, func() {
+	c.counted(spec, args, func() {
 		switch {
 		case c.s.history == nil:
 			c.out.Error(errHistoryOff)

@@ -29,10 +29,15 @@ const Version = "0.1.0"
 type stats struct {
 	connections atomic.Int64
 	rejected    atomic.Int64
-	counters    [256]counter
+	counters    []counter // by proto.Spec.Stat
+	// expiredBase is the store's count of expired keys at the latest
+	// CONFIG RESETSTAT: that count is replicated state, which a reset on
+	// one node leaves alone.
+	expiredBase atomic.Int64
 }
 
-// merge adds a departing client's command counts to the totals.
+// merge adds a departing client's command counts to the totals. The
+// caller holds the server's lock, as resetStats does.
 func (st *stats) merge(c *client) {
 	for i := range c.counters {
 		from, to := &c.counters[i], &st.counters[i]
@@ -43,9 +48,28 @@ func (st *stats) merge(c *client) {
 	}
 }
 
+// resetStats zeroes the counters INFO reports, as Redis's CONFIG
+// RESETSTAT does: every command's calls, time, rejected and failed
+// calls, the connections received and rejected, and the keys expired.
+func (s *Server) resetStats() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.connections.Store(0)
+	s.stats.rejected.Store(0)
+	s.stats.expiredBase.Store(s.store.Stats().ExpiredKeys)
+	for i := range s.stats.counters {
+		s.stats.counters[i].reset()
+	}
+	for c := range s.mu.clients {
+		for i := range c.counters {
+			c.counters[i].reset()
+		}
+	}
+}
+
 // commandTotals sums the command counters of past and present clients.
 func (s *Server) commandTotals() []struct{ calls, usec, failed, rejected int64 } {
-	out := make([]struct{ calls, usec, failed, rejected int64 }, len(proto.Commands))
+	out := make([]struct{ calls, usec, failed, rejected int64 }, len(proto.Counted))
 	add := func(cs []counter) {
 		for i := range out {
 			out[i].calls += cs[i].calls.Load()
@@ -54,7 +78,7 @@ func (s *Server) commandTotals() []struct{ calls, usec, failed, rejected int64 }
 			out[i].rejected += cs[i].rejected.Load()
 		}
 	}
-	add(s.stats.counters[:len(proto.Commands)])
+	add(s.stats.counters)
 	for _, c := range s.clientList() {
 		add(c.counters)
 	}
@@ -219,6 +243,7 @@ func configCommand(c *client, args [][]byte) {
 	case "set":
 		configSet(c, args)
 	case "resetstat":
+		c.s.resetStats()
 		c.out.OK()
 	default:
 		c.help("CONFIG",
@@ -365,7 +390,7 @@ func (s *Server) infoStats(b *strings.Builder) {
 	}
 	channels, patterns := s.pubsub.counts()
 	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\nexpired_keys:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\n",
-		s.stats.connections.Load(), processed, s.stats.rejected.Load(), s.store.Stats().ExpiredKeys, channels, patterns)
+		s.stats.connections.Load(), processed, s.stats.rejected.Load(), s.store.Stats().ExpiredKeys-s.stats.expiredBase.Load(), channels, patterns)
 }
 
 func (s *Server) infoCommandStats(b *strings.Builder) {
@@ -379,7 +404,7 @@ func (s *Server) infoCommandStats(b *strings.Builder) {
 			per = float64(t.usec) / float64(t.calls)
 		}
 		fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
-			proto.Commands[i].Name, t.calls, t.usec, per, t.rejected, t.failed)
+			proto.Counted[i].FullName(), t.calls, t.usec, per, t.rejected, t.failed)
 	}
 }
 

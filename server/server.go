@@ -17,6 +17,7 @@ import (
 
 	"github.com/presenced/presenced/cluster"
 	"github.com/presenced/presenced/history"
+	"github.com/presenced/presenced/proto"
 	"github.com/presenced/presenced/store"
 )
 
@@ -54,6 +55,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{store: store.New(), quit: make(chan struct{})}
+	s.stats.counters = make([]counter, len(proto.Counted))
 	s.settings.init(cfg)
 	s.watchBitEvents()
 	s.mu.clients = make(map[*client]struct{})
@@ -205,8 +207,8 @@ func (s *Server) acceptLoop(ln net.Listener, peer bool) {
 			c.serve()
 			s.mu.Lock()
 			delete(s.mu.clients, c)
-			s.mu.Unlock()
 			s.stats.merge(c)
+			s.mu.Unlock()
 		})
 	}
 }
