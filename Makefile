@@ -37,9 +37,15 @@ verify:
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) mod tidy -diff
 
+# Every fuzz target of the module, FUZZTIME each: go test fuzzes one
+# target at a time.
 fuzz:
-	$(GO) test ./proto -run '^$$' -fuzz '^FuzzParser$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./store -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME)
+	@for f in $$(git grep -l '^func Fuzz' -- '*_test.go'); do \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== ./$$(dirname $$f) $$name"; \
+			$(GO) test ./$$(dirname $$f) -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) || exit 1; \
+		done; \
+	done
 
 bench: build
 	$(GO) run ./bench -presenced $(BIN) -out bench/RESULTS.md $(BENCHFLAGS)
