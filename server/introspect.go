@@ -343,6 +343,7 @@ func infoCommand(c *client, args [][]byte) {
 		{"memory", true, c.s.infoMemory},
 		{"stats", true, c.s.infoStats},
 		{"replication", true, c.s.infoReplication},
+		{"cpu", true, c.s.infoCPU},
 		{"commandstats", false, c.s.infoCommandStats},
 		{"keyspace", true, c.s.infoKeyspace},
 		{"history", true, c.s.infoHistory},

@@ -369,7 +369,7 @@ func TestInfo(t *testing.T) {
 	c.expect("+OK\r\n", "SET", "u", "1")
 
 	sections, fields := infoFields(t, c.do("INFO"))
-	if want := []string{"Server", "Clients", "Memory", "Stats", "Replication", "Keyspace", "History"}; !equalStrings(sections, want) {
+	if want := []string{"Server", "Clients", "Memory", "Stats", "Replication", "CPU", "Keyspace", "History"}; !equalStrings(sections, want) {
 		t.Errorf("INFO sections %q, want %q", sections, want)
 	}
 	checks := map[string]string{
@@ -403,8 +403,8 @@ func TestInfo(t *testing.T) {
 		t.Errorf("INFO keyspace clients sections %q", sections)
 	}
 	sections, _ = infoFields(t, c.do("INFO", "everything"))
-	if len(sections) != 8 {
-		t.Errorf("INFO everything sections %q, want all eight", sections)
+	if len(sections) != 9 {
+		t.Errorf("INFO everything sections %q, want all nine", sections)
 	}
 	c.expect("$0\r\n\r\n", "INFO", "nosection")
 }
@@ -751,5 +751,50 @@ func TestConfigResetStat(t *testing.T) {
 	want, got := stats(d.ref), stats(d.sut)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after CONFIG RESETSTAT, presenced's INFO counts\n%v\nredis-server's\n%v", got, want)
+	}
+}
+
+// TestInfoCPU checks INFO's CPU section against a real redis-server's
+// (the same fields, but the per-thread ones Go has no use for) and that
+// it counts the processor time of the process, which the test spends.
+func TestInfoCPU(t *testing.T) {
+	d := newDiffer(t)
+	cpu := func(target *diffTarget) map[string]float64 {
+		reply, err := target.do(argv("INFO", "cpu"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sections, fields := infoFields(t, string(reply))
+		if !equalStrings(sections, []string{"CPU"}) {
+			t.Fatalf("%s: INFO cpu sections %q", target.name, sections)
+		}
+		out := map[string]float64{}
+		for k, v := range fields {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 {
+				t.Fatalf("%s: INFO %s = %q, want seconds", target.name, k, v)
+			}
+			out[k] = f
+		}
+		return out
+	}
+	ref, before := cpu(d.ref), cpu(d.sut)
+	for k := range ref {
+		if _, ok := before[k]; !ok && !strings.HasSuffix(k, "_main_thread") {
+			t.Errorf("INFO cpu lacks %s, which redis-server reports", k)
+		}
+	}
+	for k := range before {
+		if _, ok := ref[k]; !ok {
+			t.Errorf("INFO cpu reports %s, which redis-server does not", k)
+		}
+	}
+	spin := 0
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+		spin++ // the server runs in this process: its time is the test's
+	}
+	after := cpu(d.sut)
+	if used := after["used_cpu_user"] + after["used_cpu_sys"] - before["used_cpu_user"] - before["used_cpu_sys"]; used <= 0 {
+		t.Errorf("INFO cpu: %.6f s used over %d spins of 50 ms, want more than nothing", used, spin)
 	}
 }
