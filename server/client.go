@@ -202,6 +202,7 @@ func (c *client) handleInput(used int) int {
 		if err != nil {
 			c.flushPending()
 			c.out.Error("ERR " + err.Error())
+			c.s.stats.countError([]byte("ERR"))
 			c.closing = true
 			break
 		}
@@ -332,12 +333,14 @@ func (c *client) reject(spec *proto.Spec, msg string) {
 		// A refused EXEC ends the transaction, with or without one open.
 		c.multi, c.multiErr, c.queued = false, false, nil
 		c.out.Error("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR "))
+		c.s.stats.countError([]byte("EXECABORT"))
 		return
 	}
 	if c.multi {
 		c.multiErr = true
 	}
 	c.out.Error(msg)
+	c.s.stats.countError([]byte(msg))
 }
 
 // flushPending executes the batched keyspace commands in order: each run
@@ -435,6 +438,7 @@ func (c *client) account(cmds []store.Command, first, mark int, took time.Durati
 		for ; i < len(cmds) && cmds[i].Spec == cmd.Spec && (calls == 0 || len(cmd.Spec.Subcommands) == 0); i++ {
 			if c.out.B[start] == '-' {
 				failed++
+				c.s.stats.countError(c.out.B[start+1:])
 			}
 			start = c.out.Ends[first+i]
 			calls++

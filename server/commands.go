@@ -65,6 +65,7 @@ func (c *client) counted(spec *proto.Spec, args [][]byte, run func()) {
 	var failed int64
 	if c.out.Len() > mark && c.out.B[mark] == '-' {
 		failed = 1
+		c.s.stats.countError(c.out.B[mark+1:])
 	}
 	c.record(spec, args, 1, failed, time.Since(begin).Microseconds())
 	c.touch(spec.Name)

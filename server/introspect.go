@@ -1,14 +1,18 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +38,35 @@ type stats struct {
 	// CONFIG RESETSTAT: that count is replicated state, which a reset on
 	// one node leaves alone.
 	expiredBase atomic.Int64
+
+	errs struct {
+		sync.Mutex
+		byCode  map[string]int64 // error replies by code, for INFO errorstats
+		replies int64            // every error reply, counted or not by code
+	}
+}
+
+// maxErrorCodes bounds the error codes INFO errorstats lists, as Redis
+// bounds them: an error of a code past them counts in
+// total_error_replies only.
+const maxErrorCodes = 128
+
+// countError counts an error reply, text its bytes after the '-', by its
+// code: the first word, as Redis counts them ("ERR", "WRONGTYPE").
+func (st *stats) countError(text []byte) {
+	code := text
+	if i := bytes.IndexAny(text, " \r"); i >= 0 {
+		code = text[:i]
+	}
+	st.errs.Lock()
+	defer st.errs.Unlock()
+	st.errs.replies++
+	if st.errs.byCode == nil {
+		st.errs.byCode = make(map[string]int64)
+	}
+	if _, ok := st.errs.byCode[string(code)]; ok || len(st.errs.byCode) < maxErrorCodes {
+		st.errs.byCode[string(code)]++
+	}
 }
 
 // merge adds a departing client's command counts to the totals. The
@@ -50,13 +83,17 @@ func (st *stats) merge(c *client) {
 
 // resetStats zeroes the counters INFO reports, as Redis's CONFIG
 // RESETSTAT does: every command's calls, time, rejected and failed
-// calls, the connections received and rejected, and the keys expired.
+// calls, the connections received and rejected, the keys expired, and
+// the error replies.
 func (s *Server) resetStats() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.connections.Store(0)
 	s.stats.rejected.Store(0)
 	s.stats.expiredBase.Store(s.store.Stats().ExpiredKeys)
+	s.stats.errs.Lock()
+	s.stats.errs.byCode, s.stats.errs.replies = nil, 0
+	s.stats.errs.Unlock()
 	for i := range s.stats.counters {
 		s.stats.counters[i].reset()
 	}
@@ -344,6 +381,7 @@ func infoCommand(c *client, args [][]byte) {
 		{"stats", true, c.s.infoStats},
 		{"replication", true, c.s.infoReplication},
 		{"cpu", true, c.s.infoCPU},
+		{"errorstats", true, c.s.infoErrorStats},
 		{"commandstats", false, c.s.infoCommandStats},
 		{"keyspace", true, c.s.infoKeyspace},
 		{"history", true, c.s.infoHistory},
@@ -390,8 +428,25 @@ func (s *Server) infoStats(b *strings.Builder) {
 		processed += t.calls
 	}
 	channels, patterns := s.pubsub.counts()
-	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\nexpired_keys:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\n",
-		s.stats.connections.Load(), processed, s.stats.rejected.Load(), s.store.Stats().ExpiredKeys-s.stats.expiredBase.Load(), channels, patterns)
+	s.stats.errs.Lock()
+	errorReplies := s.stats.errs.replies
+	s.stats.errs.Unlock()
+	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\nexpired_keys:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\ntotal_error_replies:%d\r\n",
+		s.stats.connections.Load(), processed, s.stats.rejected.Load(), s.store.Stats().ExpiredKeys-s.stats.expiredBase.Load(), channels, patterns, errorReplies)
+}
+
+func (s *Server) infoErrorStats(b *strings.Builder) {
+	s.stats.errs.Lock()
+	codes := slices.Sorted(maps.Keys(s.stats.errs.byCode))
+	counts := make([]int64, len(codes))
+	for i, code := range codes {
+		counts[i] = s.stats.errs.byCode[code]
+	}
+	s.stats.errs.Unlock()
+	b.WriteString("# Errorstats\r\n")
+	for i, code := range codes {
+		fmt.Fprintf(b, "errorstat_%s:count=%d\r\n", code, counts[i])
+	}
 }
 
 func (s *Server) infoCommandStats(b *strings.Builder) {

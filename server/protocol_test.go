@@ -369,7 +369,7 @@ func TestInfo(t *testing.T) {
 	c.expect("+OK\r\n", "SET", "u", "1")
 
 	sections, fields := infoFields(t, c.do("INFO"))
-	if want := []string{"Server", "Clients", "Memory", "Stats", "Replication", "CPU", "Keyspace", "History"}; !equalStrings(sections, want) {
+	if want := []string{"Server", "Clients", "Memory", "Stats", "Replication", "CPU", "Errorstats", "Keyspace", "History"}; !equalStrings(sections, want) {
 		t.Errorf("INFO sections %q, want %q", sections, want)
 	}
 	checks := map[string]string{
@@ -403,8 +403,8 @@ func TestInfo(t *testing.T) {
 		t.Errorf("INFO keyspace clients sections %q", sections)
 	}
 	sections, _ = infoFields(t, c.do("INFO", "everything"))
-	if len(sections) != 9 {
-		t.Errorf("INFO everything sections %q, want all nine", sections)
+	if len(sections) != 10 {
+		t.Errorf("INFO everything sections %q, want all ten", sections)
 	}
 	c.expect("$0\r\n\r\n", "INFO", "nosection")
 }
@@ -692,10 +692,12 @@ func TestMemoryCommands(t *testing.T) {
 }
 
 // TestConfigResetStat checks CONFIG RESETSTAT and the counts of INFO
-// commandstats against a real redis-server: after the same commands on
-// both, and a reset, INFO's counters and commandstats count only what
-// came after the reset (keys that expired before it no longer either),
-// subcommands apart from their container command, as Redis 7 does.
+// commandstats and errorstats against a real redis-server: after the
+// same commands on both, and a reset, INFO's counters, commandstats and
+// errorstats count only what came after the reset (keys that expired
+// before it no longer either), subcommands apart from their container
+// command, errors by their code, inside a transaction too, as Redis 7
+// does.
 func TestConfigResetStat(t *testing.T) {
 	d := newDiffer(t)
 	for _, target := range []*diffTarget{d.ref, d.sut} {
@@ -721,7 +723,7 @@ func TestConfigResetStat(t *testing.T) {
 		if got := do("CONFIG", "RESETSTAT"); got != "+OK\r\n" {
 			t.Fatalf("%s: CONFIG RESETSTAT = %q", target.name, got)
 		}
-		for _, cmd := range [][]string{{"SET", "u", "1"}, {"INCR", "t"}, {"CONFIG", "GET"}, {"CONFIG", "NOSUCH"}, {"CONFIG", "GET", "maxclients"}, {"CLIENT", "ID"}, {"CLIENT", "GETNAME"}, {"CONFIG"}, {"OBJECT", "ENCODING", "t"}, {"OBJECT", "ENCODING"}, {"OBJECT", "NOSUCH", "t"}} {
+		for _, cmd := range [][]string{{"SET", "u", "1"}, {"INCR", "t"}, {"CONFIG", "GET"}, {"CONFIG", "NOSUCH"}, {"CONFIG", "GET", "maxclients"}, {"CLIENT", "ID"}, {"CLIENT", "GETNAME"}, {"CONFIG"}, {"OBJECT", "ENCODING", "t"}, {"OBJECT", "ENCODING"}, {"OBJECT", "NOSUCH", "t"}, {"NOSUCHCMD"}, {"EXEC"}, {"MULTI"}, {"INCR"}, {"EXEC"}, {"MULTI"}, {"INCR", "t"}, {"EXEC"}} {
 			do(cmd...)
 		}
 	}
@@ -732,10 +734,10 @@ func TestConfigResetStat(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, fields := infoFields(t, string(reply))
-		for _, k := range []string{"total_connections_received", "total_commands_processed", "rejected_connections", "expired_keys"} {
+		for _, k := range []string{"total_connections_received", "total_commands_processed", "rejected_connections", "expired_keys", "total_error_replies"} {
 			out[k] = fields[k]
 		}
-		if reply, err = target.do(argv("INFO", "commandstats")); err != nil {
+		if reply, err = target.do(argv("INFO", "commandstats", "errorstats")); err != nil {
 			t.Fatal(err)
 		}
 		_, fields = infoFields(t, string(reply))
