@@ -278,3 +278,40 @@ func TestMembershipRefusals(t *testing.T) {
 		t.Errorf("members after refusing to remove the last voter: %v", m)
 	}
 }
+
+// TestRemoveLeaderItself checks that a leader asked to remove itself,
+// through itself or through a follower, hands its leadership over and is
+// removed by the new leader: the call returns (hashicorp/raft shuts down
+// a leader that removed itself, sometimes before it answers the
+// removal), and the others go on without it.
+func TestRemoveLeaderItself(t *testing.T) {
+	for _, through := range []string{"leader", "follower"} {
+		t.Run(through, func(t *testing.T) {
+			c := newTestCluster(t, 3, nil)
+			l := c.leader()
+			via := l
+			for _, tn := range c.nodes {
+				if through == "follower" && tn != l {
+					via = tn
+				}
+			}
+			if err := via.node.RemoveServer(c.ctx, l.id); err != nil {
+				t.Fatalf("removing leader %s through %s: %v", l.id, via.id, err)
+			}
+			c.kill(l)
+			next := c.leader()
+			members, err := next.node.Members()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range members {
+				if m.ID == l.id {
+					t.Fatalf("members after removing %s: %v", l.id, members)
+				}
+			}
+			if len(members) != 2 {
+				t.Fatalf("members after removing %s: %v, want the other two", l.id, members)
+			}
+		})
+	}
+}

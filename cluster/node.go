@@ -864,6 +864,16 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 			return memberError("node %s is not a member", id)
 		case voters == 1:
 			return memberError("node %s is the last voter; a cluster cannot remove it", id)
+		case id == n.cfg.NodeID:
+			// A leader that removes itself shuts its raft down once the
+			// change commits, and may do so before it answers the
+			// removal, which would then wait forever: it hands the
+			// leadership over, and the new leader removes it.
+			err := n.raftWait(ctx, func(time.Duration) raft.Future { return n.raft.LeadershipTransfer() })
+			if err != nil {
+				return err
+			}
+			return ErrNotLeader // withLeader asks the new leader
 		}
 		return n.raftWait(ctx, func(timeout time.Duration) raft.Future {
 			return n.raft.RemoveServer(raft.ServerID(id), 0, timeout)
