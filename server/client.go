@@ -30,8 +30,12 @@ type client struct {
 	created time.Time
 
 	parser proto.Parser
-	in     []byte        // input; unparsed bytes are in[start:]
+	in     []byte        // input not yet dropped (see endBatch)
 	out    store.Replies // replies not yet written
+	// batchOpen is set while a batch is read: the requests in in[:used]
+	// are dispatched, and the rest of a pipeline is still to come.
+	batchOpen bool
+	used      int
 	// argv and pending, the arguments parsed from in and the keyspace
 	// commands not yet run, come from bufs for the time of a batch.
 	argv    [][]byte
@@ -121,37 +125,58 @@ const maxBatchInput = 1 << 20
 // replies go out in one write. A read that filled the buffer and ended in
 // the middle of a request is the middle of a pipeline: the batch goes on
 // with the next read, so that a long pipeline commits in few log entries.
+// Where the connection gives access to its descriptor, serveRaw runs the
+// same loop with one read a request fewer.
 func (c *client) serve() {
 	defer c.nc.Close()
 	defer c.leavePubSub()
-	for !c.closing {
+	if rc := rawConn(c.nc); rc != nil {
+		c.serveRaw(rc)
+		return
+	}
+	for {
 		full, err := c.fill()
-		if err != nil {
+		if err != nil || !c.consume(full) {
 			return
-		}
-		c.takeBuffers()
-		used := c.handleInput(0)
-		for full && used < len(c.in) && len(c.pending) > 0 && used < maxBatchInput && !c.closing {
-			if full, err = c.fill(); err != nil {
-				return
-			}
-			used = c.handleInput(used)
-		}
-		c.flushPending()
-		c.releaseBuffers()
-		if err := c.writeOut(); err != nil {
-			return
-		}
-		// Drop what was handled; the unparsed tail moves to the front.
-		rest := copy(c.in, c.in[used:])
-		c.in = c.in[:rest]
-		if rest == 0 && cap(c.in) > maxIdleBuf {
-			c.in = make([]byte, 0, readChunk)
-		}
-		if int64(len(c.in)) > c.s.settings.config().QueryBufferLimit {
-			return // Redis drops such a client without a reply
 		}
 	}
+}
+
+// consume handles the input a read added, full reporting whether the read
+// filled all its room: it dispatches the complete requests into the open
+// batch, and ends the batch unless it goes on with the next read, in the
+// middle of a long pipeline. It reports false when the connection must
+// end.
+func (c *client) consume(full bool) bool {
+	if !c.batchOpen {
+		c.takeBuffers()
+		c.batchOpen, c.used = true, 0
+	}
+	c.used = c.handleInput(c.used)
+	if full && c.used < len(c.in) && len(c.pending) > 0 && c.used < maxBatchInput && !c.closing {
+		return true
+	}
+	c.batchOpen = false
+	return c.endBatch(c.used) && !c.closing
+}
+
+// endBatch runs what the batch left pending, writes its replies out, and
+// drops the input up to used. It reports false when the connection must
+// end: the write failed, or the unparsed input is over the limit.
+func (c *client) endBatch(used int) bool {
+	c.flushPending()
+	c.releaseBuffers()
+	if err := c.writeOut(); err != nil {
+		return false
+	}
+	// Drop what was handled; the unparsed tail moves to the front.
+	rest := copy(c.in, c.in[used:])
+	c.in = c.in[:rest]
+	if rest == 0 && cap(c.in) > maxIdleBuf {
+		c.in = make([]byte, 0, readChunk)
+	}
+	// Redis drops such a client without a reply.
+	return int64(len(c.in)) <= c.s.settings.config().QueryBufferLimit
 }
 
 // batchBuffers hold the parsed arguments and the keyspace commands of a
@@ -218,10 +243,18 @@ func (c *client) handleInput(used int) int {
 	return used
 }
 
-// fill reads more input, growing the buffer when it is full or when the
-// request being parsed announced a larger argument. It reports whether
-// the read filled all the room it had.
+// fill reads more input and reports whether the read filled all the
+// room it had (see readRoom).
 func (c *client) fill() (bool, error) {
+	room := c.readRoom()
+	n, err := c.nc.Read(room)
+	return c.filled(n, len(room), err)
+}
+
+// readRoom returns the room after the input for the next read, growing
+// the buffer when it is full or when the request being parsed announced a
+// larger argument.
+func (c *client) readRoom() []byte {
 	need := len(c.in) + readChunk
 	if n := c.parser.Need(); n > need {
 		need = n
@@ -234,8 +267,13 @@ func (c *client) fill() (bool, error) {
 		copy(grown, c.in)
 		c.in = grown
 	}
-	room := cap(c.in) - len(c.in)
-	n, err := c.nc.Read(c.in[len(c.in):cap(c.in)])
+	return c.in[len(c.in):cap(c.in)]
+}
+
+// filled takes in the n bytes a read of room bytes returned, with its
+// error, and reports whether they filled the room; a read of nothing is
+// an error (io.ErrUnexpectedEOF at the end of the stream).
+func (c *client) filled(n, room int, err error) (bool, error) {
 	c.in = c.in[:len(c.in)+n]
 	if n > 0 {
 		return n == room, nil

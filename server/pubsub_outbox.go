@@ -64,11 +64,13 @@ func (o *outbox) send(b []byte) error {
 }
 
 // failLocked drops the queue and closes the connection, which also ends a
-// write the writer is blocked in and the client's read.
+// write the writer is blocked in and the client's read. The close runs in
+// a goroutine of its own: it returns only once the client's goroutine,
+// which may be the caller, is out of the command it runs (see serveRaw).
 func (o *outbox) failLocked() {
 	o.mu.failed = true
 	o.mu.buf = nil
-	o.nc.Close()
+	go o.nc.Close()
 }
 
 // signal wakes the writer without waiting.

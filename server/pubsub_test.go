@@ -445,6 +445,25 @@ func TestPubSubSlowSubscriber(t *testing.T) {
 	}
 }
 
+// TestPubSubLimitInOneBatch checks a client whose own replies, in the
+// batch that subscribed it, pass the output limit: its connection closes
+// while its goroutine is still running that batch, without a reply, and
+// the server goes on serving the others.
+func TestPubSubLimitInOneBatch(t *testing.T) {
+	srv := startServer(t)
+	srv.pubsub.limit.Store(256)
+	c := dial(t, srv.Addr())
+	batch := redisserver.AppendCommand(nil, "SUBSCRIBE", "ev")
+	for range 100 {
+		batch = redisserver.AppendCommand(batch, "PING")
+	}
+	c.send(batch)
+	c.expectClosed()
+	other := dial(t, srv.Addr())
+	other.expect("+PONG\r\n", "PING")
+	waitClients(t, srv, 1)
+}
+
 // TestPubSubConcurrent publishes from another goroutine while clients
 // subscribe, unsubscribe, reset and disconnect, and checks every client's
 // stream: a confirmation before any message of its channel, no message

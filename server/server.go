@@ -148,10 +148,13 @@ func (s *Server) Close() error {
 	if s.mu.ln != nil {
 		s.mu.ln.Close()
 	}
-	for c := range s.mu.clients {
-		c.nc.Close()
-	}
 	s.mu.Unlock()
+	// A connection's Close returns once the command it runs has (see
+	// serveRaw), and commands may take s.mu or wait for the node: each
+	// closes in a goroutine of its own.
+	for _, c := range s.clientList() {
+		s.goFunc(func() { c.nc.Close() })
+	}
 	// The node goes first: it fails the writes clients wait for, so that
 	// their connections can end.
 	err := s.node.Close()

@@ -1,0 +1,14 @@
+//go:build !unix
+
+package server
+
+import (
+	"net"
+	"syscall"
+)
+
+// rawConn returns nil: serve reads with the connection's Read.
+func rawConn(net.Conn) syscall.RawConn { return nil }
+
+// serveRaw is never called where rawConn returns nil.
+func (c *client) serveRaw(syscall.RawConn) {}
