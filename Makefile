@@ -38,12 +38,20 @@ verify:
 	$(GO) mod tidy -diff
 
 # Every fuzz target of the module, FUZZTIME each: go test fuzzes one
-# target at a time.
+# target at a time. A target that fails with "context deadline exceeded"
+# and no new failing input in testdata/fuzz hit the race of Go's fuzzing
+# coordinator with its own deadline (go.dev/issue/75804, fixed in Go
+# 1.27), not a bug of ours: that is reported and the next target runs.
 fuzz:
-	@for f in $$(git grep -l '^func Fuzz' -- '*_test.go'); do \
+	@log=$$(mktemp); trap 'rm -f $$log $$log.rc' EXIT; \
+	for f in $$(git grep -l '^func Fuzz' -- '*_test.go'); do \
+		d=$$(dirname $$f); \
 		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
-			echo "== ./$$(dirname $$f) $$name"; \
-			$(GO) test ./$$(dirname $$f) -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) || exit 1; \
+			echo "== ./$$d $$name"; \
+			{ $(GO) test ./$$d -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); echo $$? > $$log.rc; } 2>&1 | tee $$log; \
+			[ "$$(cat $$log.rc)" = 0 ] && continue; \
+			if git status --porcelain -- $$d/testdata/fuzz | grep -q . || ! grep -q 'context deadline exceeded' $$log; then exit 1; fi; \
+			echo "== $$name: stopped by the coordinator's deadline race, no failing input"; \
 		done; \
 	done
 
