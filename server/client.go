@@ -176,7 +176,7 @@ func (c *client) endBatch(used int) bool {
 		c.in = make([]byte, 0, readChunk)
 	}
 	// Redis drops such a client without a reply.
-	return int64(len(c.in)) <= c.s.settings.config().QueryBufferLimit
+	return int64(len(c.in)) <= c.s.settings.current().QueryBufferLimit
 }
 
 // batchBuffers hold the parsed arguments and the keyspace commands of a
@@ -285,7 +285,7 @@ func (c *client) filled(n, room int, err error) (bool, error) {
 }
 
 func (c *client) limits() proto.Limits {
-	return proto.Limits{MaxBulkLen: c.s.settings.config().MaxBulkLen, AuthRequired: !c.authed}
+	return proto.Limits{MaxBulkLen: c.s.settings.current().MaxBulkLen, AuthRequired: !c.authed}
 }
 
 // writeOut sends the replies gathered so far, or queues them in the

@@ -19,8 +19,13 @@ type settings struct {
 
 func (st *settings) init(c Config) { st.p.Store(&c) }
 
-// config returns the current configuration.
+// config returns a copy of the current configuration.
 func (st *settings) config() Config { return *st.p.Load() }
+
+// current returns the current configuration itself, without config's
+// copy of the whole of it, for the reads of every request: callers must
+// not change it.
+func (st *settings) current() *Config { return st.p.Load() }
 
 // update applies f to a copy of the configuration and installs the copy
 // if f and Validate accept it.
