@@ -57,8 +57,13 @@ func (p *pastTime) ms() (int64, bool) {
 	return n * 1000, true
 }
 
-// isTimeWord reports whether b is AT or ATMS.
+// isTimeWord reports whether b is AT or ATMS. It runs for every command
+// (see cutPastTime): most arguments are told apart by their first byte,
+// since only 'a' and 'A' fold to 'a'.
 func isTimeWord(b []byte) bool {
+	if len(b) < 2 || b[0]|0x20 != 'a' {
+		return false
+	}
 	return strings.EqualFold(string(b), "AT") || strings.EqualFold(string(b), "ATMS")
 }
 

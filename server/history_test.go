@@ -467,3 +467,29 @@ func TestHistoryLateFollower(t *testing.T) {
 	}
 	checkPast(t, dial(t, late.Addr()), seen)
 }
+
+// TestIsTimeWord checks isTimeWord's shortcut on the first byte against
+// case-insensitive comparison alone, on every word of two bytes, on every
+// first byte of AT and ATMS, and on words whose letters fold from other
+// runes.
+func TestIsTimeWord(t *testing.T) {
+	want := func(b []byte) bool {
+		return strings.EqualFold(string(b), "AT") || strings.EqualFold(string(b), "ATMS")
+	}
+	check := func(b []byte) {
+		t.Helper()
+		if got := isTimeWord(b); got != want(b) {
+			t.Fatalf("isTimeWord(%q) = %v", b, got)
+		}
+	}
+	for c := range 256 {
+		for d := range 256 {
+			check([]byte{byte(c), byte(d)})
+		}
+		check([]byte{byte(c), 't'})
+		check([]byte{byte(c), 'T', 'm', 'S'})
+	}
+	for _, w := range []string{"", "a", "at", "At", "aT", "AT", "atms", "ATMS", "ATM", "ATMSX", "ATMſ", "atmſ", "\u212aT"} {
+		check([]byte(w))
+	}
+}
