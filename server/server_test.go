@@ -127,13 +127,20 @@ func (c *respConn) expect(want string, args ...string) {
 // before sending anything more.
 func (c *respConn) expectClosed() {
 	c.tb.Helper()
+	if rest := c.readToClose(); len(rest) > 0 {
+		c.tb.Fatalf("read %q before the close, want nothing", rest)
+	}
+}
+
+// readToClose returns what the server sends until it closes the
+// connection, failing the test when it does not.
+func (c *respConn) readToClose() []byte {
+	c.tb.Helper()
 	rest, err := io.ReadAll(c.conn)
 	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
 		c.tb.Fatalf("connection not closed by the server: %v (read %q)", err, rest)
 	}
-	if len(rest) > 0 {
-		c.tb.Fatalf("read %q before the close, want nothing", rest)
-	}
+	return rest
 }
 
 // bulk is the RESP encoding of a bulk string.
