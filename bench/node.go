@@ -185,10 +185,11 @@ type cluster struct {
 	nodes []*node
 }
 
-// startCluster starts size presenced nodes in the default persistence
-// mode: the first bootstraps, the others join it; it returns once every
-// node knows the leader and all members.
-func startCluster(bin string, size int) (*cluster, error) {
+// startCluster starts size presenced nodes with the flags extra (a
+// persistence mode; none for the default): the first bootstraps, the
+// others join it; it returns once every node knows the leader and all
+// members.
+func startCluster(bin string, size int, extra ...string) (*cluster, error) {
 	root, err := os.MkdirTemp("", "bench-cluster-")
 	if err != nil {
 		return nil, err
@@ -200,7 +201,7 @@ func startCluster(bin string, size int) (*cluster, error) {
 			join = c.nodes[0].addr
 		}
 		id := "n" + strconv.Itoa(i+1)
-		n, err := newPresencedNode(bin, id, filepath.Join(root, id), join)
+		n, err := newPresencedNode(bin, id, filepath.Join(root, id), join, extra...)
 		if err == nil {
 			c.nodes = append(c.nodes, n)
 			err = n.start()

@@ -106,45 +106,62 @@ func (s *suite) modeRows(m mode) ([]Row, error) {
 	return rows, nil
 }
 
-// cluster measures SETBIT on a cluster of Nodes presenced nodes against
-// one redis-server with appendfsync always.
+// cluster measures SETBIT on a cluster of Nodes presenced nodes, a fresh
+// one in each persistence mode, against one redis-server with appendfsync
+// always.
 func (s *suite) cluster() error {
-	c, err := startCluster(s.cfg.Presenced, s.cfg.Nodes)
-	if err != nil {
-		return err
-	}
-	defer c.close()
 	redis, err := startRedis(redisAlways...)
 	if err != nil {
 		return err
 	}
 	defer redis.Close()
+	g := Group{Title: fmt.Sprintf("%d-node cluster", s.cfg.Nodes), Throughput: true, Note: fmt.Sprintf(
+		"%d presenced nodes on this machine, each with its own data directory, in each persistence mode (`--appendonly no`; `--appendfsync always`, the default; `--appendfsync everysec`; a fresh cluster per mode), all against one redis-server `--appendonly yes --appendfsync always`. `SETBIT %s <random id> 1`, %d connections, either all on the leader or spread evenly over the nodes (followers forward writes to the leader); each row sets bits no earlier row set, so every SETBIT changes the bitmap and is replicated. presenced's CPU is that of all nodes.",
+		s.cfg.Nodes, heartbeatKey, s.cfg.Conns)}
+	for _, m := range persistenceModes {
+		rows, err := s.clusterRows(m, redis, len(g.Rows))
+		if err != nil {
+			return err
+		}
+		g.Rows = append(g.Rows, rows...)
+	}
+	s.rep.Groups = append(s.rep.Groups, g)
+	return nil
+}
+
+// clusterRows measures the SETBIT pipelines on a fresh cluster in mode m,
+// with the clients on its leader and then on every node, against redis;
+// before is the number of rows measured on redis so far, so that each row
+// sets bits of its own.
+func (s *suite) clusterRows(m mode, redis server, before int) ([]Row, error) {
+	c, err := startCluster(s.cfg.Presenced, s.cfg.Nodes, m.presenced...)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
 	l, err := c.leader()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	onLeader := target{addrs: []string{c.nodes[l].addr}, pids: c.pids()}
 	spread := target{addrs: c.addrs(), pids: c.pids()}
-	g := Group{Title: fmt.Sprintf("%d-node cluster", s.cfg.Nodes), Throughput: true, Note: fmt.Sprintf(
-		"%d presenced nodes on this machine in the default mode (appendonly yes, appendfsync always), each with its own data directory, vs one redis-server `--appendonly yes --appendfsync always`. `SETBIT %s <random id> 1`, %d connections, either all on the leader or spread evenly over the nodes (followers forward writes to the leader); each row sets bits no earlier row set, so every SETBIT changes the bitmap and is replicated. presenced's CPU is that of all nodes.",
-		s.cfg.Nodes, heartbeatKey, s.cfg.Conns)}
+	var rows []Row
 	for _, w := range []struct {
 		where string
 		t     target
 	}{{"clients on the leader", onLeader}, {"clients on every node", spread}} {
 		for _, pipeline := range []int{64, 1} {
-			name := fmt.Sprintf("SETBIT, pipeline %d, %d nodes, %s", pipeline, s.cfg.Nodes, w.where)
+			name := fmt.Sprintf("SETBIT, pipeline %d, %d nodes, %s, %s", pipeline, s.cfg.Nodes, w.where, m.name)
 			load := setbitWorkload(name, pipeline, targetCluster)
-			load.ids = uint64(len(g.Rows) + 1) // new bits: each SETBIT is a write to replicate
+			load.ids = uint64(before + len(rows) + 1) // new bits: each SETBIT is a write to replicate
 			row, err := s.throughput([2]target{w.t, targetOf(redis)}, load)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			g.Rows = append(g.Rows, row)
+			rows = append(rows, row)
 		}
 	}
-	s.rep.Groups = append(s.rep.Groups, g)
-	return nil
+	return rows, nil
 }
 
 // failover kills the leader of a cluster under write load FailoverTrials
