@@ -35,7 +35,7 @@ var wantRows = map[string][]string{
 	"Persistence modes, one node": {"SETBIT, pipeline 64, appendonly no", "SETBIT, pipeline 1, appendonly no",
 		"SETBIT, pipeline 64, appendfsync always", "SETBIT, pipeline 1, appendfsync always",
 		"SETBIT, pipeline 64, appendfsync everysec", "SETBIT, pipeline 1, appendfsync everysec"},
-	"3-node cluster": wantClusterRows("appendonly no", "appendfsync always", "appendfsync everysec"),
+	"3-node cluster": wantClusterRows(),
 	"Failover": {"SIGKILL of the leader until the first write succeeds",
 		"SIGKILL of the leader until every connection to a surviving node has written"},
 	"Restart of a node holding 500k ids in 1M": {"restart after SIGTERM, until the data is served",
@@ -65,13 +65,14 @@ var wantRows = map[string][]string{
 		"`SETBIT online:bitmap:0 <random id> 1` on a 100k-id key snapshot every 1s: whole runs"},
 }
 
-// wantClusterRows are the rows of the 3-node cluster group, in each of modes.
-func wantClusterRows(modes ...string) []string {
+// wantClusterRows are the rows of the 3-node cluster group, in each
+// persistence mode.
+func wantClusterRows() []string {
 	var rows []string
-	for _, m := range modes {
+	for _, m := range persistenceModes {
 		for _, where := range []string{"clients on the leader", "clients on every node"} {
 			for _, pipeline := range []int{64, 1} {
-				rows = append(rows, fmt.Sprintf("SETBIT, pipeline %d, 3 nodes, %s, %s", pipeline, where, m))
+				rows = append(rows, fmt.Sprintf("SETBIT, pipeline %d, 3 nodes, %s, %s", pipeline, where, m.name))
 			}
 		}
 	}
