@@ -60,6 +60,8 @@ type batcher struct {
 	gather   *time.Timer  // ends take's wait for answered callers
 
 	entries  atomic.Uint64 // entries proposed
+	applied  atomic.Uint64 // entries proposed and applied
+	took     atomic.Int64  // ns from proposing to applying them, in all
 	batches  atomic.Uint64 // caller batches committed
 	commands atomic.Uint64 // commands committed
 }
@@ -102,7 +104,10 @@ type proposal struct {
 // while the rest of the entry is applied. (A caller's later reads still
 // see the whole entry: a read waits for the entry to be applied.)
 func (p *proposal) apply(sm StateMachine) {
-	p.b.commit.Store(int64(time.Since(p.proposed)))
+	took := int64(time.Since(p.proposed))
+	p.b.commit.Store(took)
+	p.b.took.Add(took)
+	p.b.applied.Add(1)
 	outs := make([]*store.Replies, len(p.reqs))
 	for i, r := range p.reqs {
 		outs[i] = r.out
@@ -226,6 +231,12 @@ func (b *batcher) stop() {
 	for _, r := range queued {
 		b.respond(r, ErrClosed)
 	}
+}
+
+// committed returns the number of entries proposed and applied, and the
+// time from proposing to applying them in all.
+func (b *batcher) committed() (entries uint64, took time.Duration) {
+	return b.applied.Load(), time.Duration(b.took.Load())
 }
 
 // queued returns the number of batches waiting for an entry.

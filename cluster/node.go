@@ -48,6 +48,7 @@ type Node struct {
 	batch *batcher
 
 	bolt      *raftboltdb.BoltStore // nil without AppendOnly
+	logWrites *timedLogs            // the log store raft writes through
 	attaching atomic.Bool           // snapshots opened carry the Attachment (set once raft started)
 	transport io.Closer             // the transport Open created, or nil
 	mux       *mux                  // the listener Open created, or nil
@@ -250,7 +251,8 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
 	if !n.cfg.AppendOnly {
 		mem := raft.NewInmemStore()
-		return mem, mem, newMemSnapshots(), nil
+		n.logWrites = &timedLogs{LogStore: mem}
+		return n.logWrites, mem, newMemSnapshots(), nil
 	}
 	if err := os.MkdirAll(n.cfg.Dir, 0o755); err != nil {
 		return nil, nil, nil, fmt.Errorf("cluster: %w", err)
@@ -275,7 +277,8 @@ func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotS
 		return nil, nil, nil, fmt.Errorf("cluster: opening raft log %s: %w", path, err)
 	}
 	n.bolt = bolt
-	logs, err := raft.NewLogCache(logCacheSize, bolt)
+	n.logWrites = &timedLogs{LogStore: bolt}
+	logs, err := raft.NewLogCache(logCacheSize, n.logWrites)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("cluster: %w", err)
 	}
@@ -999,12 +1002,23 @@ type Stats struct {
 	// Persisting is the number of snapshots of this node's state being
 	// written: while one is, the store keeps a copy of what writes change.
 	Persisting int64
+	// LogWrites counts the writes to this node's raft log (each one or
+	// more entries, and with --appendfsync always flushed before raft goes
+	// on), and LogWriteTime is the time they took in all.
+	LogWrites    uint64
+	LogWriteTime time.Duration
+	// EntriesCommitted counts the entries this node proposed that it
+	// applied, ticks included, and EntryTime is the time they took in all
+	// from being handed to raft to being applied: the leader's log write,
+	// the followers' (with more than one node) and the hand-offs between.
+	EntriesCommitted uint64
+	EntryTime        time.Duration
 }
 
 // Stats returns the node's current statistics.
 func (n *Node) Stats() Stats {
 	addr, id := n.Leader()
-	return Stats{
+	st := Stats{
 		State:        n.raft.State().String(),
 		LeaderAddr:   addr,
 		LeaderID:     id,
@@ -1019,4 +1033,9 @@ func (n *Node) Stats() Stats {
 		Restores:     n.fsm.restores.Load(),
 		Persisting:   n.fsm.persisting.Load(),
 	}
+	if n.logWrites != nil {
+		st.LogWrites, st.LogWriteTime = n.logWrites.stats()
+	}
+	st.EntriesCommitted, st.EntryTime = n.batch.committed()
+	return st
 }

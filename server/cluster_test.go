@@ -554,6 +554,45 @@ func TestRaftDigest(t *testing.T) {
 	}
 }
 
+// TestRaftInfoTimesTheLog checks RAFT INFO's counters of log writes and
+// of entries committed through the node, and their times: a write from a
+// client adds to each.
+func TestRaftInfoTimesTheLog(t *testing.T) {
+	srvs := startCluster(t, 1)
+	c := dial(t, srvs[0].Addr())
+	keys := []string{"log_writes", "log_write_usec", "entries_committed", "entry_commit_usec"}
+	read := func() map[string]uint64 {
+		_, fields := infoFields(t, c.do("RAFT", "INFO"))
+		out := map[string]uint64{}
+		for _, k := range keys {
+			n, err := strconv.ParseUint(fields[k], 10, 64)
+			if err != nil {
+				t.Fatalf("RAFT INFO %s:%q", k, fields[k])
+			}
+			out[k] = n
+		}
+		return out
+	}
+	before := read()
+	if r := c.do("SET", "k", "v"); r != "+OK\r\n" {
+		t.Fatalf("SET replied %q", r)
+	}
+	after := read()
+	for _, k := range []string{"log_writes", "entries_committed"} {
+		if after[k] <= before[k] {
+			t.Errorf("RAFT INFO %s went from %d to %d over a write", k, before[k], after[k])
+		}
+	}
+	for _, k := range []string{"log_write_usec", "entry_commit_usec"} {
+		if after[k] < before[k] {
+			t.Errorf("RAFT INFO %s went back from %d to %d", k, before[k], after[k])
+		}
+	}
+	if after["entry_commit_usec"] == 0 {
+		t.Errorf("RAFT INFO entry_commit_usec is 0 after %d entries", after["entries_committed"])
+	}
+}
+
 // checkRaftIndexes checks the raft indexes of INFO replication.
 func checkRaftIndexes(t *testing.T, fields map[string]string) {
 	t.Helper()

@@ -135,6 +135,8 @@ func raftInfo(node *cluster.Node) string {
 		st.LastIndex, st.CommitIndex, node.Applied())
 	fmt.Fprintf(&b, "entries_proposed:%d\r\nbatches_committed:%d\r\ncommands_committed:%d\r\nsnapshots_restored:%d\r\nsnapshot_in_progress:%d\r\n",
 		st.Entries, st.Batches, st.Commands, st.Restores, st.Persisting)
+	fmt.Fprintf(&b, "log_writes:%d\r\nlog_write_usec:%d\r\nentries_committed:%d\r\nentry_commit_usec:%d\r\n",
+		st.LogWrites, st.LogWriteTime.Microseconds(), st.EntriesCommitted, st.EntryTime.Microseconds())
 	members, _ := node.Members()
 	fmt.Fprintf(&b, "members:%d\r\n", len(members))
 	for i, m := range members {
