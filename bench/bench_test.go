@@ -137,9 +137,28 @@ func TestQuickRun(t *testing.T) {
 		if want := wantRows[g.Title]; fmt.Sprint(names) != fmt.Sprint(want) {
 			t.Errorf("group %q has rows %q, want %q", g.Title, names, want)
 		}
+		checkLogCosts(t, g)
 	}
 	if t.Failed() {
 		t.Logf("report:\n%s\nlog:\n%s", md, log.String())
+	}
+}
+
+// checkLogCosts checks that a group of SETBIT rows in each persistence
+// mode ends its note with what an entry cost in each pipeline-1 row.
+func checkLogCosts(t *testing.T, g Group) {
+	t.Helper()
+	want := 0
+	for _, r := range g.Rows {
+		if strings.HasPrefix(r.Workload, "SETBIT, pipeline 1, ") {
+			want++
+		}
+	}
+	if g.Title != "Persistence modes, one node" && g.Title != "3-node cluster" {
+		want = 0
+	}
+	if got := strings.Count(g.Note, "from proposal to apply"); got != want || strings.Contains(g.Note, "no entry committed") {
+		t.Errorf("group %q: the note describes %d entry costs, want %d: %s", g.Title, got, want, g.Note)
 	}
 }
 

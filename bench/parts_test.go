@@ -468,3 +468,41 @@ func checkMarkdown(t *testing.T, rep *Report, want ...string) {
 		}
 	}
 }
+
+// TestLogSpendPerEntry checks the averages an entry's description gives:
+// the leader's counters for the entries and its log, the other nodes'
+// together for a follower's log.
+func TestLogSpendPerEntry(t *testing.T) {
+	s := logSpend{took: time.Second, nodes: []logCounters{
+		{writes: 100, writeUsec: 30_000},
+		{writes: 400, writeUsec: 200_000, entries: 400, entryUsec: 800_000, commands: 16_000},
+		{writes: 300, writeUsec: 120_000},
+	}}
+	want := "40 commands an entry, one entry every 2.50ms; 2.00ms from proposal to apply, of which the leader's log write 500µs and a follower's 375µs"
+	if got := s.perEntry(); got != want {
+		t.Errorf("perEntry() = %q, want %q", got, want)
+	}
+	one := logSpend{took: time.Second, nodes: []logCounters{{writes: 1000, writeUsec: 450_000, entries: 1000, entryUsec: 500_000, commands: 26_000}}}
+	want = "26 commands an entry, one entry every 1.00ms; 500µs from proposal to apply, of which the leader's log write 450µs"
+	if got := one.perEntry(); got != want {
+		t.Errorf("one node: perEntry() = %q, want %q", got, want)
+	}
+	if got := (&logSpend{}).perEntry(); got != "no entry committed" {
+		t.Errorf("nothing counted: %q", got)
+	}
+}
+
+// TestLogSpendPerEntryAfterALeaderChange checks that the node that
+// committed the most entries counts as the leader, and that the text says
+// leadership moved.
+func TestLogSpendPerEntryAfterALeaderChange(t *testing.T) {
+	s := logSpend{took: time.Second, nodes: []logCounters{
+		{writes: 10, writeUsec: 10_000, entries: 10, entryUsec: 20_000, commands: 100},
+		{writes: 90, writeUsec: 45_000},
+		{writes: 100, writeUsec: 100_000, entries: 90, entryUsec: 90_000, commands: 900},
+	}}
+	want := "10 commands an entry, one entry every 11.11ms; 1.00ms from proposal to apply, of which the leader's log write 1.00ms and a follower's 550µs (leadership moved during the runs)"
+	if got := s.perEntry(); got != want {
+		t.Errorf("perEntry() = %q, want %q", got, want)
+	}
+}

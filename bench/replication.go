@@ -75,36 +75,48 @@ func (s *suite) modes() error {
 	g := Group{Title: "Persistence modes, one node", Throughput: true, Note: fmt.Sprintf(
 		"`SETBIT %s <random id> 1`, %d connections; each row sets bits no earlier row set, so every SETBIT changes the bitmap and is persisted. presenced `--appendonly no` is compared with redis-server `--appendonly no --save ''`, presenced `--appendonly yes --appendfsync always` (its default) and `--appendfsync everysec` with redis-server `--appendonly yes` and the same appendfsync. Each server has a fresh data directory on the same file system.",
 		heartbeatKey, s.cfg.Conns)}
+	var costs []string
 	for _, m := range persistenceModes {
-		rows, err := s.modeRows(m)
+		rows, cost, err := s.modeRows(m)
 		if err != nil {
 			return err
 		}
 		g.Rows = append(g.Rows, rows...)
+		costs = append(costs, m.name+": "+cost)
 	}
+	g.Note += logCostNote + strings.Join(costs, "; ") + "."
 	s.rep.Groups = append(s.rep.Groups, g)
 	return nil
 }
 
-// modeRows measures the SETBIT pipelines on a fresh pair in mode m.
-func (s *suite) modeRows(m mode) ([]Row, error) {
+// modeRows measures the SETBIT pipelines on a fresh pair in mode m, and
+// describes what a log entry cost at pipeline 1.
+func (s *suite) modeRows(m mode) ([]Row, string, error) {
 	p, err := startPairIn(s.cfg, m)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer p.close()
 	var rows []Row
+	var spent logSpend
 	for _, pipeline := range []int{64, 1} {
 		w := setbitWorkload(fmt.Sprintf("SETBIT, pipeline %d, %s", pipeline, m.name), pipeline, targetModes)
 		w.ids = uint64(pipeline) // new bits: each SETBIT is a write to persist
+		if pipeline == 1 {
+			w.beside[0] = spent.count([]string{p[0].Addr()})
+		}
 		row, err := s.throughput(p.targets(), w)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows, spent.perEntry(), nil
 }
+
+// logCostNote starts the sentence that the descriptions of what a log
+// entry cost at pipeline 1 (logSpend.perEntry) end a group's note with.
+const logCostNote = " What an entry of the log cost in the pipeline-1 rows (from RAFT INFO's counters over presenced's runs): "
 
 // cluster measures SETBIT on a cluster of Nodes presenced nodes, a fresh
 // one in each persistence mode, against one redis-server with appendfsync
@@ -118,13 +130,16 @@ func (s *suite) cluster() error {
 	g := Group{Title: fmt.Sprintf("%d-node cluster", s.cfg.Nodes), Throughput: true, Note: fmt.Sprintf(
 		"%d presenced nodes on this machine, each with its own data directory, in each persistence mode (`--appendonly no`; `--appendfsync always`, the default; `--appendfsync everysec`; a fresh cluster per mode), all against one redis-server `--appendonly yes --appendfsync always`. `SETBIT %s <random id> 1`, %d connections, either all on the leader or spread evenly over the nodes (followers forward writes to the leader); each row sets bits no earlier row set, so every SETBIT changes the bitmap and is replicated. presenced's CPU is that of all nodes.",
 		s.cfg.Nodes, heartbeatKey, s.cfg.Conns)}
+	var costs []string
 	for _, m := range persistenceModes {
-		rows, err := s.clusterRows(m, redis, len(g.Rows))
+		rows, cost, err := s.clusterRows(m, redis, len(g.Rows))
 		if err != nil {
 			return err
 		}
 		g.Rows = append(g.Rows, rows...)
+		costs = append(costs, cost...)
 	}
+	g.Note += logCostNote + strings.Join(costs, "; ") + "."
 	s.rep.Groups = append(s.rep.Groups, g)
 	return nil
 }
@@ -133,35 +148,157 @@ func (s *suite) cluster() error {
 // with the clients on its leader and then on every node, against redis;
 // before is the number of rows measured on redis so far, so that each row
 // sets bits of its own.
-func (s *suite) clusterRows(m mode, redis server, before int) ([]Row, error) {
+func (s *suite) clusterRows(m mode, redis server, before int) ([]Row, []string, error) {
 	c, err := startCluster(s.cfg.Presenced, s.cfg.Nodes, m.presenced...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer c.close()
-	l, err := c.leader()
-	if err != nil {
-		return nil, err
-	}
-	onLeader := target{addrs: []string{c.nodes[l].addr}, pids: c.pids()}
 	spread := target{addrs: c.addrs(), pids: c.pids()}
 	var rows []Row
-	for _, w := range []struct {
-		where string
-		t     target
-	}{{"clients on the leader", onLeader}, {"clients on every node", spread}} {
+	var costs []string // of the pipeline-1 rows
+	for _, onLeader := range []bool{true, false} {
 		for _, pipeline := range []int{64, 1} {
-			name := fmt.Sprintf("SETBIT, pipeline %d, %d nodes, %s, %s", pipeline, s.cfg.Nodes, w.where, m.name)
+			where, t := "clients on every node", spread
+			if onLeader {
+				// Found again for each row: a loaded node may have lost
+				// its leadership in the row before.
+				l, err := c.leader()
+				if err != nil {
+					return nil, nil, err
+				}
+				where, t = "clients on the leader", target{addrs: []string{c.nodes[l].addr}, pids: c.pids()}
+			}
+			name := fmt.Sprintf("SETBIT, pipeline %d, %d nodes, %s, %s", pipeline, s.cfg.Nodes, where, m.name)
 			load := setbitWorkload(name, pipeline, targetCluster)
 			load.ids = uint64(before + len(rows) + 1) // new bits: each SETBIT is a write to replicate
-			row, err := s.throughput([2]target{w.t, targetOf(redis)}, load)
+			var spent logSpend
+			load.beside[0] = spent.count(c.addrs())
+			row, err := s.throughput([2]target{t, targetOf(redis)}, load)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			rows = append(rows, row)
+			if pipeline == 1 {
+				costs = append(costs, fmt.Sprintf("%s, %s: %s", m.name, where, spent.perEntry()))
+			}
 		}
 	}
-	return rows, nil
+	return rows, costs, nil
+}
+
+// logCounters are RAFT INFO's counters of a node's log writes and of the
+// entries committed through it.
+type logCounters struct {
+	writes, writeUsec, entries, entryUsec, commands uint64
+}
+
+// readLogCounters reads the counters of the nodes at addrs.
+func readLogCounters(addrs []string) ([]logCounters, error) {
+	out := make([]logCounters, len(addrs))
+	for i, addr := range addrs {
+		c, err := dial(addr, 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		f, err := raftInfo(c)
+		c.close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", addr, err)
+		}
+		for _, field := range []struct {
+			key string
+			to  *uint64
+		}{{"log_writes", &out[i].writes}, {"log_write_usec", &out[i].writeUsec}, {"entries_committed", &out[i].entries},
+			{"entry_commit_usec", &out[i].entryUsec}, {"commands_committed", &out[i].commands}} {
+			if *field.to, err = strconv.ParseUint(f[field.key], 10, 64); err != nil {
+				return nil, fmt.Errorf("%s: RAFT INFO %s:%q", addr, field.key, f[field.key])
+			}
+		}
+	}
+	return out, nil
+}
+
+// logSpend sums what a cluster's counters grew by over some runs, node by
+// node, and the time the runs took.
+type logSpend struct {
+	nodes []logCounters
+	took  time.Duration
+}
+
+// count returns a job to run beside each of presenced's runs (see
+// workload.beside) that adds the growth of the counters of the nodes at
+// addrs over the run to s.
+func (s *logSpend) count(addrs []string) func(target) (func() error, error) {
+	return func(target) (func() error, error) {
+		from, err := readLogCounters(addrs)
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		return func() error {
+			took := time.Since(start)
+			to, err := readLogCounters(addrs)
+			if err != nil {
+				return err
+			}
+			if s.nodes == nil {
+				s.nodes = make([]logCounters, len(to))
+			}
+			for i := range to {
+				n := &s.nodes[i]
+				n.writes += to[i].writes - from[i].writes
+				n.writeUsec += to[i].writeUsec - from[i].writeUsec
+				n.entries += to[i].entries - from[i].entries
+				n.entryUsec += to[i].entryUsec - from[i].entryUsec
+				n.commands += to[i].commands - from[i].commands
+			}
+			s.took += took
+			return nil
+		}, nil
+	}
+}
+
+// perEntry describes what a log entry cost on average: the commands it
+// carried, how often one was committed, the time from proposing it to
+// applying it, and within that time the write of the leader's log and of
+// a follower's. The leader is the node that committed the most entries
+// (leadership may have moved during the runs).
+func (s *logSpend) perEntry() string {
+	leader := -1
+	for i, n := range s.nodes {
+		if n.entries > 0 && (leader < 0 || n.entries > s.nodes[leader].entries) {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		return "no entry committed"
+	}
+	per := func(usec, n uint64) string {
+		if n == 0 {
+			return "–"
+		}
+		return formatDuration(time.Duration(usec) * time.Microsecond / time.Duration(n))
+	}
+	l := s.nodes[leader]
+	text := fmt.Sprintf("%.0f commands an entry, one entry every %s; %s from proposal to apply, of which the leader's log write %s",
+		float64(l.commands)/float64(l.entries), formatDuration(s.took/time.Duration(l.entries)),
+		per(l.entryUsec, l.entries), per(l.writeUsec, l.writes))
+	var writes, usec uint64
+	for i, n := range s.nodes {
+		if i != leader {
+			writes, usec = writes+n.writes, usec+n.writeUsec
+		}
+	}
+	if writes > 0 {
+		text += " and a follower's " + per(usec, writes)
+	}
+	for i, n := range s.nodes {
+		if i != leader && n.entries > 0 {
+			return text + " (leadership moved during the runs)"
+		}
+	}
+	return text
 }
 
 // failover kills the leader of a cluster under write load FailoverTrials
