@@ -1033,9 +1033,7 @@ func (n *Node) Stats() Stats {
 		Restores:     n.fsm.restores.Load(),
 		Persisting:   n.fsm.persisting.Load(),
 	}
-	if n.logWrites != nil {
-		st.LogWrites, st.LogWriteTime = n.logWrites.stats()
-	}
+	st.LogWrites, st.LogWriteTime = n.logWrites.stats()
 	st.EntriesCommitted, st.EntryTime = n.batch.committed()
 	return st
 }
