@@ -285,18 +285,18 @@ func (s *logSpend) perEntry() string {
 		float64(l.commands)/float64(l.entries), formatDuration(s.took/time.Duration(l.entries)),
 		per(l.entryUsec, l.entries), per(l.writeUsec, l.writes))
 	var writes, usec uint64
+	moved := false
 	for i, n := range s.nodes {
 		if i != leader {
 			writes, usec = writes+n.writes, usec+n.writeUsec
+			moved = moved || n.entries > 0
 		}
 	}
 	if writes > 0 {
 		text += " and a follower's " + per(usec, writes)
 	}
-	for i, n := range s.nodes {
-		if i != leader && n.entries > 0 {
-			return text + " (leadership moved during the runs)"
-		}
+	if moved {
+		text += " (leadership moved during the runs)"
 	}
 	return text
 }
