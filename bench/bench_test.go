@@ -160,6 +160,13 @@ func checkLogCosts(t *testing.T, g Group) {
 	if got := strings.Count(g.Note, "from proposal to apply"); got != want || strings.Contains(g.Note, "no entry committed") {
 		t.Errorf("group %q: the note describes %d entry costs, want %d: %s", g.Title, got, want, g.Note)
 	}
+	alone := 0
+	if g.Title == "Persistence modes, one node" {
+		alone = len(persistenceModes)
+	}
+	if got := strings.Count(g.Note, " commands a second, "); got != alone {
+		t.Errorf("group %q: the note has %d rates of the log alone, want %d: %s", g.Title, got, alone, g.Note)
+	}
 }
 
 // checkRow checks that a row's figures are plausible.

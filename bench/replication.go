@@ -1,16 +1,20 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	replica "github.com/presenced/presenced/cluster"
 )
 
 // Row groups, in the order they run; -only selects some.
@@ -42,22 +46,28 @@ var (
 	targetFailoverTime = 2 * time.Second
 )
 
-// A mode is a persistence setting, as each server spells it.
+// A mode is a persistence setting, as each server spells it, and as the
+// cluster package's configuration does (for the log alone).
 type mode struct {
-	name      string
-	presenced []string
-	redis     []string
+	name       string
+	presenced  []string
+	redis      []string
+	appendOnly bool
+	fsync      string
 }
 
 // persistenceModes are the modes of the modes group.
 var persistenceModes = []mode{
-	{name: "appendonly no", presenced: []string{"--appendonly", "no"}, redis: []string{"--appendonly", "no"}},
+	{name: "appendonly no", presenced: []string{"--appendonly", "no"}, redis: []string{"--appendonly", "no"},
+		fsync: replica.FsyncAlways},
 	{name: "appendfsync always",
-		presenced: []string{"--appendonly", "yes", "--appendfsync", "always"},
-		redis:     []string{"--appendonly", "yes", "--appendfsync", "always"}},
+		presenced:  []string{"--appendonly", "yes", "--appendfsync", "always"},
+		redis:      []string{"--appendonly", "yes", "--appendfsync", "always"},
+		appendOnly: true, fsync: replica.FsyncAlways},
 	{name: "appendfsync everysec",
-		presenced: []string{"--appendfsync", "everysec"},
-		redis:     []string{"--appendonly", "yes", "--appendfsync", "everysec"}},
+		presenced:  []string{"--appendfsync", "everysec"},
+		redis:      []string{"--appendonly", "yes", "--appendfsync", "everysec"},
+		appendOnly: true, fsync: replica.FsyncEverySec},
 }
 
 // noPersistence is the mode in which neither server writes to disk.
@@ -75,7 +85,7 @@ func (s *suite) modes() error {
 	g := Group{Title: "Persistence modes, one node", Throughput: true, Note: fmt.Sprintf(
 		"`SETBIT %s <random id> 1`, %d connections; each row sets bits no earlier row set, so every SETBIT changes the bitmap and is persisted. presenced `--appendonly no` is compared with redis-server `--appendonly no --save ''`, presenced `--appendonly yes --appendfsync always` (its default) and `--appendfsync everysec` with redis-server `--appendonly yes` and the same appendfsync. Each server has a fresh data directory on the same file system.",
 		heartbeatKey, s.cfg.Conns)}
-	var costs []string
+	var costs, alone []string
 	for _, m := range persistenceModes {
 		rows, cost, err := s.modeRows(m)
 		if err != nil {
@@ -83,10 +93,36 @@ func (s *suite) modes() error {
 		}
 		g.Rows = append(g.Rows, rows...)
 		costs = append(costs, m.name+": "+cost)
+		rate, err := s.logAlone(m)
+		if err != nil {
+			return err
+		}
+		alone = append(alone, fmt.Sprintf("%s: %s commands a second, %.0f an entry", m.name, formatOps(rate.perSecond), rate.perEntry))
 	}
 	g.Note += logCostNote + strings.Join(costs, "; ") + "."
+	g.Note += fmt.Sprintf(logAloneNote, s.cfg.Conns) + strings.Join(alone, "; ") + "."
 	s.rep.Groups = append(s.rep.Groups, g)
 	return nil
+}
+
+// logAloneNote starts the sentence with the log alone's rates that the
+// modes group's note ends with.
+const logAloneNote = " The log alone (the server's cluster package in this process, no RESP and no sockets: %d writers each apply one SETBIT of a random id at a time, as long as a row runs; median of the runs a row has): "
+
+// logAlone measures the log alone in mode m, Reps times, and returns the
+// run with the median rate.
+func (s *suite) logAlone(m mode) (logAloneRate, error) {
+	var runs []logAloneRate
+	for rep := range s.cfg.Reps {
+		r, err := measureLogAlone(logAloneSpec{appendOnly: m.appendOnly, fsync: m.fsync,
+			writers: s.cfg.Conns, duration: s.cfg.Duration, space: s.cfg.Space, seed: s.cfg.Seed + uint64(rep)})
+		if err != nil {
+			return logAloneRate{}, fmt.Errorf("%s: %w", m.name, err)
+		}
+		runs = append(runs, r)
+	}
+	slices.SortFunc(runs, func(a, b logAloneRate) int { return cmp.Compare(a.perSecond, b.perSecond) })
+	return runs[len(runs)/2], nil
 }
 
 // modeRows measures the SETBIT pipelines on a fresh pair in mode m, and
