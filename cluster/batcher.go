@@ -386,7 +386,7 @@ func (b *batcher) finish(reqs []*request, resp any, err error) {
 	k := 0
 	for _, r := range reqs {
 		if err == nil {
-			copyReplies(r.out, rep, k, len(r.cmds))
+			r.out.AppendFrom(rep, k, len(r.cmds))
 			b.batches.Add(1)
 			b.commands.Add(uint64(len(r.cmds)))
 		}
@@ -409,23 +409,6 @@ func (b *batcher) respond(r *request, err error) {
 	}
 	b.answered.Add(1)
 	r.done <- err
-}
-
-// copyReplies appends to out the replies of the n commands of rep
-// starting at command k.
-func copyReplies(out, rep *store.Replies, k, n int) {
-	if n == 0 {
-		return
-	}
-	from := 0
-	if k > 0 {
-		from = rep.Ends[k-1]
-	}
-	base := out.Len() - from
-	out.Raw(rep.B[from:rep.Ends[k+n-1]])
-	for _, end := range rep.Ends[k : k+n] {
-		out.Ends = append(out.Ends, base+end)
-	}
 }
 
 // tickLoop queues an empty batch every interval while this node leads, so

@@ -50,6 +50,23 @@ func (r *Replies) Reply(i int) []byte {
 	return r.B[start:r.Ends[i]]
 }
 
+// AppendFrom appends to r the replies of the n commands of src starting
+// at command k.
+func (r *Replies) AppendFrom(src *Replies, k, n int) {
+	if n == 0 {
+		return
+	}
+	from := 0
+	if k > 0 {
+		from = src.Ends[k-1]
+	}
+	base := r.Len() - from
+	r.Raw(src.B[from:src.Ends[k+n-1]])
+	for _, end := range src.Ends[k : k+n] {
+		r.Ends = append(r.Ends, base+end)
+	}
+}
+
 // Reset empties r, keeping its buffers.
 func (r *Replies) Reset() {
 	r.Writer.Reset()
