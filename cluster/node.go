@@ -665,7 +665,7 @@ func (n *Node) leaderReadIndex() (uint64, error) {
 // covers every write acknowledged before the read.
 func (n *Node) soleVoterReadIndex() (uint64, bool) {
 	term := n.raft.CurrentTerm()
-	if n.raft.State() != raft.Leader || n.ready.get() < term || !n.soleVoter() {
+	if n.raft.State() != raft.Leader || n.ready.get() < term || !n.SoleVoter() {
 		return 0, false
 	}
 	index := n.raft.CommitIndex()
@@ -675,9 +675,10 @@ func (n *Node) soleVoterReadIndex() (uint64, bool) {
 	return index, true
 }
 
-// soleVoter reports whether this node is the only voter of the latest
-// configuration raft knows.
-func (n *Node) soleVoter() bool {
+// SoleVoter reports whether this node is the only voter of the latest
+// configuration raft knows: a standalone node, say, whose commits wait for
+// no other node.
+func (n *Node) SoleVoter() bool {
 	voters := 0
 	self := false
 	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
