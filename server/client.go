@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/presenced/presenced/cluster"
 	"github.com/presenced/presenced/proto"
 	"github.com/presenced/presenced/store"
 )
@@ -55,6 +56,16 @@ type client struct {
 	// readonly, set by READONLY, serves reads from this node's state
 	// without confirming it is current.
 	readonly bool
+
+	// loop is the event loop serving the connection, nil when it has a
+	// goroutine of its own. handingOff is set when the loop must hand it
+	// to a goroutine before the next request (see needsGoroutine), and
+	// barrier while the loop runs the commands of a pass: their reads
+	// share one read barrier.
+	loop       *eventLoop
+	handingOff bool
+	barrier    *sharedBarrier
+	fd         int // the loop's descriptor of the connection
 
 	multi    bool
 	multiErr bool
@@ -130,6 +141,11 @@ const maxBatchInput = 1 << 20
 func (c *client) serve() {
 	defer c.nc.Close()
 	defer c.leavePubSub()
+	// A connection an event loop handed over may come with replies not
+	// yet written and input not yet handled.
+	if c.writeOut() != nil || (len(c.in) > 0 && !c.consume(false)) {
+		return
+	}
 	if rc := rawConn(c.nc); rc != nil {
 		c.serveRaw(rc)
 		return
@@ -148,16 +164,37 @@ func (c *client) serve() {
 // middle of a long pipeline. It reports false when the connection must
 // end.
 func (c *client) consume(full bool) bool {
+	if c.gather(full) {
+		return true
+	}
+	return c.endBatch(c.used) && !c.closing
+}
+
+// gather dispatches the complete requests of the input into the open
+// batch (opening one if none is), and reports whether the batch goes on
+// with the next read: the read filled all its room and ended in the middle
+// of a long pipeline. When it reports false, the batch is closed and must
+// be ended.
+func (c *client) gather(full bool) bool {
 	if !c.batchOpen {
 		c.takeBuffers()
 		c.batchOpen, c.used = true, 0
 	}
 	c.used = c.handleInput(c.used)
-	if full && c.used < len(c.in) && len(c.pending) > 0 && c.used < maxBatchInput && !c.closing {
+	if full && c.used < len(c.in) && len(c.pending) > 0 && c.used < maxBatchInput && !c.closing && !c.handingOff {
 		return true
 	}
 	c.batchOpen = false
-	return c.endBatch(c.used) && !c.closing
+	return false
+}
+
+// closeConn closes the client's connection from another goroutine than
+// the one serving it.
+func (c *client) closeConn() {
+	c.info.Lock()
+	nc := c.nc
+	c.info.Unlock()
+	nc.Close()
 }
 
 // endBatch runs what the batch left pending, writes its replies out, and
@@ -169,13 +206,18 @@ func (c *client) endBatch(used int) bool {
 	if err := c.writeOut(); err != nil {
 		return false
 	}
-	// Drop what was handled; the unparsed tail moves to the front.
+	return c.dropInput(used)
+}
+
+// dropInput drops the input up to used, whose replies went out, and
+// reports false when the unparsed rest is over the limit: Redis drops such
+// a client without a reply.
+func (c *client) dropInput(used int) bool {
 	rest := copy(c.in, c.in[used:])
 	c.in = c.in[:rest]
 	if rest == 0 && cap(c.in) > maxIdleBuf {
 		c.in = make([]byte, 0, readChunk)
 	}
-	// Redis drops such a client without a reply.
 	return int64(len(c.in)) <= c.s.settings.current().QueryBufferLimit
 }
 
@@ -218,6 +260,8 @@ func (c *client) releaseBuffers() {
 // handleInput parses the complete requests of the input from offset used
 // on and dispatches them, and returns the offset after them. A protocol
 // error is answered after the replies before it, and ends the connection.
+// On a connection an event loop serves, it stops before a request that
+// needs a goroutine (see needsGoroutine) and sets handingOff.
 func (c *client) handleInput(used int) int {
 	lim := c.limits()
 	for !c.closing {
@@ -234,8 +278,14 @@ func (c *client) handleInput(used int) int {
 		if n == 0 {
 			break
 		}
+		args := c.argv[mark:]
+		if len(args) > 0 && c.loop != nil && needsGoroutine(c.lookup(args[0])) {
+			c.argv = c.argv[:mark]
+			c.handingOff = true
+			break
+		}
 		used += n
-		if args := c.argv[mark:]; len(args) > 0 {
+		if len(args) > 0 {
 			c.dispatch(args)
 			lim = c.limits()
 		}
@@ -393,7 +443,13 @@ func (c *client) flushPending() {
 		c.execStore(c.pending[i:j], write)
 		i = j
 	}
-	clear(c.pending) // they point into in
+	c.clearPending()
+}
+
+// clearPending empties the batched keyspace commands, which point into
+// in.
+func (c *client) clearPending() {
+	clear(c.pending)
 	c.pending = c.pending[:0]
 }
 
@@ -415,7 +471,15 @@ func (c *client) execStore(cmds []store.Command, write bool) {
 	begin := time.Now()
 	first := len(c.out.Ends)
 	mark := c.out.Len()
-	if err := c.runStore(cmds, write, begin); err != nil {
+	c.settle(cmds, first, mark, begin, c.runStore(cmds, write, begin))
+}
+
+// settle ends a batch of cmds begun at begin, whose replies start at
+// offset mark of out, Ends[first] being the first one's end: if it could
+// not run (err), each command's reply is the error; then the batch is
+// counted for INFO and CLIENT LIST.
+func (c *client) settle(cmds []store.Command, first, mark int, begin time.Time, err error) {
+	if err != nil {
 		for range cmds {
 			c.out.Error(replyError(err))
 			c.out.Ends = append(c.out.Ends, c.out.Len())
@@ -439,7 +503,7 @@ func (c *client) runStore(cmds []store.Command, write bool, now time.Time) error
 	case write:
 		return node.Apply(cmds, &c.out)
 	case !c.readonly && !c.peer:
-		if err := node.ReadBarrier(context.Background()); err != nil {
+		if err := c.readBarrier(); err != nil {
 			return err
 		}
 	}
@@ -458,9 +522,49 @@ func (c *client) unchanged(cmds []store.Command, now time.Time) bool {
 }
 
 // readBarrier makes sure this node's store holds every write
-// acknowledged so far (see cluster.Node.ReadBarrier).
+// acknowledged before the batch was read (see cluster.Node.ReadBarrier).
 func (c *client) readBarrier() error {
+	if c.barrier != nil {
+		return c.barrier.wait()
+	}
 	return c.s.node.ReadBarrier(context.Background())
+}
+
+// sharedBarrier is one read barrier for the batches of many connections,
+// raised when the first of them needs it. It may serve a batch only if
+// the batch was read before it was raised: then every write acknowledged
+// before a request of the batch was sent is covered.
+type sharedBarrier struct {
+	node   *cluster.Node
+	raised bool
+	err    error
+}
+
+// wait raises the barrier, the first time, and returns its outcome.
+func (b *sharedBarrier) wait() error {
+	if !b.raised {
+		b.err = b.node.ReadBarrier(context.Background())
+		b.raised = true
+	}
+	return b.err
+}
+
+// needsGoroutine reports whether a connection served by an event loop
+// must have a goroutine of its own to run spec: a subscription, whose
+// messages come from other connections' goroutines at any time, and the
+// commands that wait for other nodes (RAFT, and INFO and ROLE, which ask
+// the followers how far they applied), which would hold up every
+// connection of the loop meanwhile. A nil spec, an unknown command, is
+// answered by the loop.
+func needsGoroutine(spec *proto.Spec) bool {
+	if spec == nil {
+		return false
+	}
+	switch spec.Name {
+	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "raft", "info", "role":
+		return true
+	}
+	return false
 }
 
 // account records calls, time and failures of a batch for INFO; the

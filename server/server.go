@@ -41,10 +41,14 @@ type Server struct {
 		ln      net.Listener
 		clients map[*client]struct{}
 	}
-	nextID atomic.Int64
-	closed atomic.Bool
-	quit   chan struct{}
-	wg     sync.WaitGroup
+	// loops serve clients' connections where the platform allows it and
+	// the node is its cluster's only voter (see serveFromLoop).
+	loops    []*eventLoop
+	nextLoop atomic.Uint64
+	nextID   atomic.Int64
+	closed   atomic.Bool
+	quit     chan struct{}
+	wg       sync.WaitGroup
 }
 
 // New opens the cluster node of cfg.Cluster, which recovers the store
@@ -114,6 +118,10 @@ func (s *Server) Start() error {
 	if err != nil {
 		return err
 	}
+	if err := s.startLoops(); err != nil {
+		ln.Close()
+		return err
+	}
 	s.mu.Lock()
 	s.mu.ln = ln
 	s.mu.Unlock()
@@ -153,8 +161,9 @@ func (s *Server) Close() error {
 	// serveRaw), and commands may take s.mu or wait for the node: each
 	// closes in a goroutine of its own.
 	for _, c := range s.clientList() {
-		s.goFunc(func() { c.nc.Close() })
+		s.goFunc(c.closeConn)
 	}
+	s.stopLoops()
 	// The node goes first: it fails the writes clients wait for, so that
 	// their connections can end.
 	err := s.node.Close()
@@ -206,14 +215,22 @@ func (s *Server) acceptLoop(ln net.Listener, peer bool) {
 			nc.Close()
 			continue
 		}
+		if !peer && s.serveFromLoop(c) {
+			continue
+		}
 		s.goFunc(func() {
 			c.serve()
-			s.mu.Lock()
-			delete(s.mu.clients, c)
-			s.stats.merge(c)
-			s.mu.Unlock()
+			s.dropClient(c)
 		})
 	}
+}
+
+// dropClient forgets a client whose connection ended, keeping its counts.
+func (s *Server) dropClient(c *client) {
+	s.mu.Lock()
+	delete(s.mu.clients, c)
+	s.stats.merge(c)
+	s.mu.Unlock()
 }
 
 // clients returns a snapshot of the connected clients.
