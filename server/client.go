@@ -279,14 +279,18 @@ func (c *client) handleInput(used int) int {
 			break
 		}
 		args := c.argv[mark:]
-		if len(args) > 0 && c.loop != nil && needsGoroutine(c.lookup(args[0])) {
+		var spec *proto.Spec
+		if len(args) > 0 {
+			spec = c.lookup(args[0])
+		}
+		if c.loop != nil && needsGoroutine(spec) {
 			c.argv = c.argv[:mark]
 			c.handingOff = true
 			break
 		}
 		used += n
 		if len(args) > 0 {
-			c.dispatch(args)
+			c.dispatch(spec, args)
 			lim = c.limits()
 		}
 	}
@@ -357,11 +361,11 @@ func (c *client) writeOut() error {
 	return err
 }
 
-// dispatch handles one request: checks it as Redis does (existence,
+// dispatch handles one request, spec being its command's entry (nil for
+// an unknown command): checks it as Redis does (existence,
 // arity, authentication), then queues it in MULTI, batches it for the
 // store, or runs it as a server command.
-func (c *client) dispatch(args [][]byte) {
-	spec := c.lookup(args[0])
+func (c *client) dispatch(spec *proto.Spec, args [][]byte) {
 	if spec == nil {
 		c.reject(nil, proto.ErrUnknownCommand(args))
 		return
