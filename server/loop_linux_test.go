@@ -149,6 +149,44 @@ func TestLoopMergedWrites(t *testing.T) {
 	}
 }
 
+// TestLoopSplitsLargePass checks the writes of a pass that holds more
+// input than one batch may (maxPassWrite): committed as several batches,
+// each connection still gets its own replies. Every connection sends its
+// writes before any is answered, so that the loop finds them all in one
+// pass: a SET of a large value of its own and an INCRBY by its own step.
+func TestLoopSplitsLargePass(t *testing.T) {
+	s := startServer(t)
+	const conns, rounds = 12, 4
+	size := maxPassWrite / 5 // a pass of every connection holds twice the bound
+	cs := make([]*respConn, conns)
+	values := make([]string, conns)
+	for i := range cs {
+		cs[i] = dial(t, s.Addr())
+		values[i] = strings.Repeat(string(rune('a'+i)), size)
+	}
+	for round := 1; round <= rounds; round++ {
+		for i, c := range cs {
+			var req []byte
+			req = redisserver.AppendCommand(req, "SET", "big:"+strconv.Itoa(i), values[i])
+			req = redisserver.AppendCommand(req, "INCRBY", "n:"+strconv.Itoa(i), strconv.Itoa(i+1))
+			c.send(req)
+		}
+		for i, c := range cs {
+			if got := c.reply(); got != "+OK\r\n" {
+				t.Fatalf("round %d, connection %d: SET = %.40q", round, i, got)
+			}
+			if got, want := c.reply(), ":"+strconv.Itoa(round*(i+1))+"\r\n"; got != want {
+				t.Fatalf("round %d, connection %d: INCRBY = %q, want %q", round, i, got, want)
+			}
+		}
+	}
+	for i, c := range cs {
+		if got := c.do("GET", "big:"+strconv.Itoa(i)); got != bulk(values[i]) {
+			t.Fatalf("connection %d: GET of its value: %d bytes, not its own", i, len(got))
+		}
+	}
+}
+
 // mergedClient runs one client of TestLoopMergedWrites, appending the
 // shared counter's values it was answered to shared. It reports what went
 // wrong rather than failing the test: it runs on a goroutine of its own.
