@@ -152,9 +152,24 @@ func (c *client) serve() {
 	}
 	for {
 		full, err := c.fill()
-		if err != nil || !c.consume(full) {
+		if err != nil {
+			c.endCut()
 			return
 		}
+		if !c.consume(full) {
+			return
+		}
+	}
+}
+
+// endCut ends the batch that the end of the connection's input (or a
+// failed read) cut short, if one was open: the requests it holds came
+// whole, and Redis runs and answers what it has read before it finds the
+// end. Only the request cut in the middle is dropped.
+func (c *client) endCut() {
+	if c.batchOpen {
+		c.batchOpen = false
+		c.endBatch(c.used)
 	}
 }
 

@@ -231,10 +231,10 @@ func (l *eventLoop) read(c *client) {
 		}
 		full, err := c.filled(max(n, 0), len(room), err)
 		if err != nil {
-			if c.batchOpen { // dropped unrun, as on a goroutine
-				c.batchOpen = false
-				c.clearPending()
-				c.releaseBuffers()
+			if c.batchOpen { // cut short (see client.endCut): run, answer, close
+				c.batchOpen, c.closing = false, true
+				l.pass = append(l.pass, c)
+				return
 			}
 			l.close(c)
 			return

@@ -48,7 +48,11 @@ func (c *client) serveRaw(rc syscall.RawConn) {
 				return false // wait until there is more to read
 			}
 			full, err := c.filled(max(n, 0), len(room), err)
-			if err != nil || !c.consume(full) {
+			if err != nil {
+				c.endCut()
+				return true
+			}
+			if !c.consume(full) {
 				return true
 			}
 			if !c.batchOpen && !full {
