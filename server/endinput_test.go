@@ -98,7 +98,7 @@ func endedOverTCP(t *testing.T, addr, input string) string {
 // the server sends until it closes the connection.
 func endedBeforeRead(t *testing.T, srv *Server, input string) string {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
