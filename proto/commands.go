@@ -5,10 +5,12 @@ import "strings"
 // Flag is a property of a command, named as Redis's COMMAND INFO names it.
 type Flag uint32
 
-// Command flags. Write and ReadOnly decide how the server routes a command;
-// NoAuth marks commands allowed before AUTH; PubSub marks the publish and
-// subscribe commands (and gives them the @pubsub ACL category); the others
-// are reported by COMMAND INFO as Redis reports them.
+// Command flags, in the order COMMAND INFO lists them. Write and ReadOnly
+// decide how the server routes a command; NoAuth marks commands allowed
+// before AUTH; NoMulti, commands refused inside MULTI; PubSub marks the
+// publish and subscribe commands (and gives them the @pubsub ACL
+// category); the others are reported by COMMAND INFO as Redis reports
+// them.
 const (
 	Write Flag = 1 << iota
 	ReadOnly
@@ -18,13 +20,14 @@ const (
 	NoScript
 	Loading
 	Stale
+	SkipSlowlog
 	Fast
 	NoAuth
+	NoMulti
 	AllowBusy
-	SkipSlowlog
 )
 
-var flagNames = []string{"write", "readonly", "denyoom", "admin", "pubsub", "noscript", "loading", "stale", "fast", "no_auth", "allow_busy", "skip_slowlog"}
+var flagNames = []string{"write", "readonly", "denyoom", "admin", "pubsub", "noscript", "loading", "stale", "skip_slowlog", "fast", "no_auth", "no_multi", "allow_busy"}
 
 // Names lists the flags set in f, in Redis's order.
 func (f Flag) Names() []string {
@@ -561,6 +564,10 @@ var table = []*Spec{
 			{Name: "info", Arity: -2, Flags: ReadOnly, Summary: "Show the retention, the oldest and newest points and the bytes on disk of the history, or of a key's", Syntax: "[key]"},
 			{Name: "purge", Arity: 3, Flags: Write, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Erase every recorded point of a key", Syntax: "key"},
 		}},
+	{Name: "shutdown", Arity: -1, Flags: Admin | NoScript | Loading | Stale | NoMulti | AllowBusy, Group: "server", Since: "1.0.0",
+		Summary:    "Synchronously save the dataset to disk and then shut down the server",
+		Complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
+		Syntax:     "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]"},
 	{Name: "debug", Arity: -2, Flags: Admin | NoScript | Loading | Stale, Group: "server", Since: "1.0.0",
 		Summary:    "A container for debugging commands",
 		Complexity: "Depends on subcommand.",

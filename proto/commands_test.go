@@ -184,6 +184,14 @@ func renderArgs(b *strings.Builder, args []Arg, depth int) {
 var redisDocs = []struct {
 	cmd, want string
 }{
+	{cmd: "shutdown", want: `
+nosave_save oneof flags=optional
+  nosave pure-token token=NOSAVE
+  save pure-token token=SAVE
+now pure-token token=NOW flags=optional
+force pure-token token=FORCE flags=optional
+abort pure-token token=ABORT flags=optional
+`},
 	{cmd: "set", want: `
 key key key_spec_index=0
 value string
@@ -401,6 +409,7 @@ func TestFlagNamesInRedisOrder(t *testing.T) {
 		{"exec", "noscript loading stale skip_slowlog"},
 		{"auth", "noscript loading stale fast no_auth allow_busy"},
 		{"config|set", "admin noscript loading stale"},
+		{"shutdown", "admin noscript loading stale no_multi allow_busy"},
 	} {
 		name, sub, _ := strings.Cut(tc.cmd, "|")
 		spec := Lookup([]byte(name))

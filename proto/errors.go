@@ -29,6 +29,7 @@ const (
 	ErrNestedMulti    = "ERR MULTI calls can not be nested"
 	ErrExecNoMulti    = "ERR EXEC without MULTI"
 	ErrDiscardNoMulti = "ERR DISCARD without MULTI"
+	ErrNotInMulti     = "ERR Command not allowed inside a transaction"
 	ErrExecAbort      = "EXECABORT Transaction discarded because of previous errors."
 	ErrTimeout        = "ERR timeout is not an integer or out of range"
 	ErrCursor         = "ERR invalid cursor"

@@ -401,6 +401,10 @@ func (c *client) dispatch(spec *proto.Spec, args [][]byte) {
 		c.historyCommand(spec, args, at)
 		return
 	}
+	if c.multi && spec.Flags&proto.NoMulti != 0 {
+		c.reject(spec, proto.ErrNotInMulti)
+		return
+	}
 	if c.multi && !controlsTransaction(spec) {
 		c.queue(spec, args)
 		return

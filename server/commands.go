@@ -36,6 +36,7 @@ func init() {
 		"discard":   discard,
 		"function":  function,
 		"debug":     debugCommand,
+		"shutdown":  shutdown,
 		"memory":    memory,
 		"readonly":  readonly,
 		"readwrite": readwrite,
@@ -380,6 +381,39 @@ func debugCommand(c *client, args [][]byte) {
 			"LOG <message>", "    Write <message> to the server log.")
 	default:
 		c.out.Error(proto.ErrSubcommandSyntax(args[1], "DEBUG"))
+	}
+}
+
+// shutdown answers SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT] as
+// Redis checks it. The node stops as on SIGTERM: with nothing to save
+// (its log is on disk as appendfsync says) the modifiers change nothing,
+// and the client gets no reply, its connection closing with the server.
+// ABORT finds no shutdown in progress: one is never left pending.
+func shutdown(c *client, args [][]byte) {
+	var save, nosave, abort, other bool
+	for _, a := range args[1:] {
+		switch strings.ToLower(string(a)) {
+		case "nosave":
+			nosave = true
+		case "save":
+			save = true
+		case "now", "force":
+			other = true
+		case "abort":
+			abort = true
+		default:
+			c.out.Error(proto.ErrSyntax)
+			return
+		}
+	}
+	switch {
+	case abort && (save || nosave || other), save && nosave:
+		c.out.Error(proto.ErrSyntax)
+	case abort:
+		c.out.Error("ERR No shutdown in progress.")
+	default:
+		c.closing = true
+		c.s.requestShutdown()
 	}
 }
 

@@ -166,6 +166,38 @@ func TestDisconnectMidPipeline(t *testing.T) {
 	other.expect("+PONG\r\n", "PING")
 }
 
+// TestShutdown checks SHUTDOWN on the server: the writes sent before it
+// are applied and answered, then the connection closes without a reply,
+// and the server reports the request for the process that runs it, which
+// stops it. The other connections are served until then.
+func TestShutdown(t *testing.T) {
+	srv := startServer(t)
+	other := dial(t, srv.Addr())
+	c := dial(t, srv.Addr())
+	c.expect("-ERR No shutdown in progress.\r\n", "SHUTDOWN", "ABORT")
+	select {
+	case <-srv.ShutdownRequested():
+		t.Fatal("shutdown requested before SHUTDOWN")
+	default:
+	}
+	var req []byte
+	req = redisserver.AppendCommand(req, "SET", "before", "1")
+	req = redisserver.AppendCommand(req, "SHUTDOWN", "NOSAVE", "NOW")
+	req = redisserver.AppendCommand(req, "SET", "after", "1")
+	c.send(req)
+	if got := c.reply(); got != "+OK\r\n" {
+		t.Fatalf("SET before SHUTDOWN: got %q", got)
+	}
+	c.expectClosed()
+	select {
+	case <-srv.ShutdownRequested():
+	default:
+		t.Fatal("SHUTDOWN closed the connection but requested no shutdown")
+	}
+	other.expect("$1\r\n1\r\n", "GET", "before")
+	other.expect(":0\r\n", "EXISTS", "after")
+}
+
 // waitClients waits until exactly n clients are connected.
 func waitClients(tb testing.TB, srv *Server, n int) {
 	tb.Helper()

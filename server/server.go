@@ -49,6 +49,9 @@ type Server struct {
 	closed   atomic.Bool
 	quit     chan struct{}
 	wg       sync.WaitGroup
+
+	shutdown     chan struct{} // closed once a client sent SHUTDOWN
+	shutdownOnce sync.Once
 }
 
 // New opens the cluster node of cfg.Cluster, which recovers the store
@@ -58,7 +61,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{store: store.New(), quit: make(chan struct{})}
+	s := &Server{store: store.New(), quit: make(chan struct{}), shutdown: make(chan struct{})}
 	s.stats.counters = make([]counter, len(proto.Counted))
 	s.settings.init(cfg)
 	s.watchBitEvents()
@@ -129,6 +132,16 @@ func (s *Server) Start() error {
 	s.goFunc(func() { s.acceptLoop(ln, false) })
 	s.goFunc(func() { s.acceptLoop(s.node.PeerListener(), true) })
 	return nil
+}
+
+// ShutdownRequested is closed once a client has sent SHUTDOWN. The server
+// goes on serving: the process that runs it is to stop it, as it does on
+// SIGTERM.
+func (s *Server) ShutdownRequested() <-chan struct{} { return s.shutdown }
+
+// requestShutdown closes ShutdownRequested's channel, once.
+func (s *Server) requestShutdown() {
+	s.shutdownOnce.Do(func() { close(s.shutdown) })
 }
 
 // Addr is the address the server listens on, once started.

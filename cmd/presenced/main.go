@@ -121,8 +121,12 @@ func main() {
 			}
 		}()
 	}
-	<-sig
-	log.Printf("presenced: shutting down")
+	select {
+	case <-sig:
+		log.Printf("presenced: shutting down")
+	case <-srv.ShutdownRequested():
+		log.Printf("presenced: shutting down (SHUTDOWN from a client)")
+	}
 	srv.Close()
 }
 

@@ -318,6 +318,26 @@ func TestRestartKeepsData(t *testing.T) {
 	}
 }
 
+// TestShutdownCommand stops a node with SHUTDOWN, as go-redis sends it:
+// the client sees the connection close (go-redis reports success), the
+// process exits cleanly, and a restart finds every acknowledged write.
+func TestShutdownCommand(t *testing.T) {
+	n := newNode(t, "n1")
+	d := newDataset()
+	p := n.start(t)
+	d.write(t, p, 0)
+	if err := p.client(0).Shutdown(context.Background()).Err(); err != nil {
+		t.Fatalf("SHUTDOWN: %v", err)
+	}
+	if err := p.Poll(time.Minute, func() bool { return false }); !errors.Is(err, proctest.ErrExited) {
+		t.Fatalf("presenced did not exit after SHUTDOWN: %v", err)
+	}
+	if err := p.Wait(); err != nil {
+		t.Fatalf("after SHUTDOWN: %v; output:\n%s", err, p.Output())
+	}
+	d.check(t, n.start(t))
+}
+
 // TestCorruptSnapshotRefused damages the snapshot a node would restart
 // from: the node must refuse to start, naming the snapshot, rather than
 // start without the data.
