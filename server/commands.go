@@ -36,7 +36,7 @@ func init() {
 		"discard":   discard,
 		"function":  function,
 		"debug":     debugCommand,
-		"shutdown":  shutdown,
+		"shutdown":  shutdownCommand,
 		"memory":    memory,
 		"readonly":  readonly,
 		"readwrite": readwrite,
@@ -384,12 +384,12 @@ func debugCommand(c *client, args [][]byte) {
 	}
 }
 
-// shutdown answers SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT] as
+// shutdownCommand answers SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT] as
 // Redis checks it. The node stops as on SIGTERM: with nothing to save
 // (its log is on disk as appendfsync says) the modifiers change nothing,
 // and the client gets no reply, its connection closing with the server.
 // ABORT finds no shutdown in progress: one is never left pending.
-func shutdown(c *client, args [][]byte) {
+func shutdownCommand(c *client, args [][]byte) {
 	var save, nosave, abort, other bool
 	for _, a := range args[1:] {
 		switch strings.ToLower(string(a)) {
