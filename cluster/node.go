@@ -338,8 +338,10 @@ func verifySnapshot(snaps *raft.FileSnapshotStore, dir string) (index uint64, er
 }
 
 // verifyLog checks the index of every entry in the log at path, and the
-// checksum of every entry of commands, so that a damaged log stops the
-// node at start rather than being skipped when replayed. The entries
+// checksum and version of every entry of commands, so that a damaged log
+// stops the node at start rather than being skipped when replayed. It
+// does not decode the commands, which replaying does: that would take
+// as long again. The entries
 // after snapIndex, the newest snapshot's, are the ones replayed, and must
 // all be there. Up to it the log may lack runs of entries: a follower
 // that installed a snapshot keeps what it had of the log before it, and
@@ -377,7 +379,7 @@ func verifyLog(logs raft.LogStore, snapIndex uint64, path string) (err error) {
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		if _, err := decodeEntry(l.Data); err != nil {
+		if _, err := checkEntry(l.Data); err != nil {
 			return fmt.Errorf("cluster: raft log %s is damaged at entry %d, refusing to start: %w", path, i, err)
 		}
 	}
