@@ -71,7 +71,7 @@ type fsm struct {
 	pending sync.Map
 
 	logBytes     atomic.Int64  // bytes of entries applied
-	snapshotMark int64         // logBytes at the latest snapshot, set by Snapshot
+	snapshotMark atomic.Int64  // logBytes at the latest snapshot, set by Snapshot
 	snapshotDue  int64         // bytes past the mark that make a snapshot due
 	due          chan struct{} // signalled when a snapshot is due
 	behind       chan struct{} // signalled when an entry left due expiry work
@@ -95,7 +95,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	defer f.mu.Unlock()
 	defer f.applied.advance(l.Index)
 	defer f.signalBehind()
-	if f.logBytes.Add(int64(len(l.Data)))-f.snapshotMark > f.snapshotDue {
+	if f.logBytes.Add(int64(len(l.Data)))-f.snapshotMark.Load() > f.snapshotDue {
 		select {
 		case f.due <- struct{}{}:
 		default:
@@ -156,11 +156,17 @@ func (f *fsm) putReplies(r *store.Replies) {
 // Snapshot implements raft.FSM. Raft calls it between two Applies, so the
 // index of the latest entry applied is exact.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	f.snapshotMark = f.logBytes.Load()
+	f.snapshotMark.Store(f.logBytes.Load())
 	f.persisting.Add(1)
 	f.mu.Lock() // a digest captures the state too
 	defer f.mu.Unlock()
 	return fsmSnapshot{state: f.sm.Snapshot(), applied: f.applied.get(), persisting: &f.persisting}, nil
+}
+
+// appliedSinceSnapshot reports whether entries were applied since the
+// latest snapshot was taken, or since the start.
+func (f *fsm) appliedSinceSnapshot() bool {
+	return f.logBytes.Load() != f.snapshotMark.Load()
 }
 
 // Restore implements raft.FSM. A framed snapshot's attachment is

@@ -816,6 +816,22 @@ func (n *Node) Snapshot() error {
 	return n.raftWait(context.Background(), func(time.Duration) raft.Future { return n.raft.Snapshot() })
 }
 
+// Checkpoint takes a snapshot of what the store has applied, which
+// compacts the log, if the node keeps its log and snapshots on disk and
+// applied entries since its last snapshot: started again, the node then
+// loads the snapshot and replays no more than the entries that came after
+// it (after a start, it counts as applied what was replayed). A server
+// takes one as it stops.
+func (n *Node) Checkpoint() error {
+	if !n.cfg.AppendOnly || !n.fsm.appliedSinceSnapshot() {
+		return nil
+	}
+	if err := n.Snapshot(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return err
+	}
+	return nil
+}
+
 // AddVoter adds a voting member to the cluster, through the leader. It
 // refuses an ID or an address that is already a member's.
 func (n *Node) AddVoter(ctx context.Context, id, addr string) error {

@@ -800,6 +800,49 @@ func TestSnapshotBySize(t *testing.T) {
 	}
 }
 
+// TestCheckpoint checks that Checkpoint snapshots a node's state when
+// entries were applied since its latest snapshot, and only then, and not
+// a node that keeps its log in memory.
+func TestCheckpoint(t *testing.T) {
+	cfg := durableConfig(t, "solo")
+	n := openTest(t, cfg, FromStore(store.New()))
+	waitReady(t, n)
+	snaps, err := raft.NewFileSnapshotStore(cfg.Dir, snapshotsRetained, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := func() uint64 {
+		t.Helper()
+		list, err := snaps.List()
+		if err != nil || len(list) == 0 {
+			t.Fatalf("snapshots: %v, %v", list, err)
+		}
+		return list[0].Index
+	}
+	var out store.Replies
+	for step, value := range []string{"1", "2"} {
+		if err := n.Apply([]store.Command{cmd(0, "SET", "k", value)}, &out); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the second finds nothing new
+			if err := n.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		list, _ := snaps.List()
+		if len(list) != step+1 || newest() != n.Stats().AppliedIndex {
+			t.Fatalf("after write %d: %d snapshots, the newest at %d, applied %d", step+1, len(list), newest(), n.Stats().AppliedIndex)
+		}
+	}
+	mem := newTestCluster(t, 1, nil).leader().node
+	if err := mem.Apply([]store.Command{cmd(0, "SET", "k", "1")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Checkpoint(); err != nil || mem.raft.Stats()["last_snapshot_index"] != "0" {
+		t.Errorf("in memory: Checkpoint %v, snapshot at %s", err, mem.raft.Stats()["last_snapshot_index"])
+	}
+}
+
 // TestDirOfAnotherNode checks that a node refuses a data dir holding
 // another node's raft state, naming the file that says whose it is.
 func TestDirOfAnotherNode(t *testing.T) {

@@ -385,10 +385,11 @@ func debugCommand(c *client, args [][]byte) {
 }
 
 // shutdownCommand answers SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT] as
-// Redis checks it. The node stops as on SIGTERM: with nothing to save
-// (its log is on disk as appendfsync says) the modifiers change nothing,
-// and the client gets no reply, its connection closing with the server.
-// ABORT finds no shutdown in progress: one is never left pending.
+// Redis checks it. The node stops as on SIGTERM, taking a snapshot of its
+// state on the way unless NOSAVE says not to (see Server.Close); NOW and
+// FORCE change nothing, and the client gets no reply, its connection
+// closing with the server. ABORT finds no shutdown in progress: one is
+// never left pending.
 func shutdownCommand(c *client, args [][]byte) {
 	var save, nosave, abort, other bool
 	for _, a := range args[1:] {
@@ -413,6 +414,7 @@ func shutdownCommand(c *client, args [][]byte) {
 		c.out.Error("ERR No shutdown in progress.")
 	default:
 		c.closing = true
+		c.s.noSave.Store(nosave)
 		c.s.requestShutdown()
 	}
 }

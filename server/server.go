@@ -52,6 +52,7 @@ type Server struct {
 
 	shutdown     chan struct{} // closed once a client sent SHUTDOWN
 	shutdownOnce sync.Once
+	noSave       atomic.Bool // the SHUTDOWN said NOSAVE: Close takes no snapshot
 }
 
 // New opens the cluster node of cfg.Cluster, which recovers the store
@@ -157,9 +158,10 @@ func (s *Server) Addr() string {
 // Node returns the server's cluster node.
 func (s *Server) Node() *cluster.Node { return s.node }
 
-// Close stops accepting, disconnects every client, waits for the server's
-// goroutines to end and closes the cluster node. It is safe to call more
-// than once.
+// Close stops accepting, disconnects every client, takes a snapshot of
+// the node's state (see cluster.Node.Checkpoint; not after SHUTDOWN
+// NOSAVE), waits for the server's goroutines to end and closes the
+// cluster node. It is safe to call more than once.
 func (s *Server) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
@@ -177,9 +179,16 @@ func (s *Server) Close() error {
 		s.goFunc(c.closeConn)
 	}
 	s.stopLoops()
+	// A clean stop leaves a snapshot of what the node applied, so that it
+	// starts again by loading that rather than by replaying the log since
+	// its last one (SHUTDOWN NOSAVE skips it, as it skips Redis's save).
+	var err error
+	if !s.noSave.Load() {
+		err = s.node.Checkpoint()
+	}
 	// The node goes first: it fails the writes clients wait for, so that
 	// their connections can end.
-	err := s.node.Close()
+	err = errors.Join(err, s.node.Close())
 	s.wg.Wait()
 	// The node applies nothing more: what it recorded can be flushed.
 	return errors.Join(err, s.closeHistory())
