@@ -155,6 +155,11 @@ func (n *Node) start(network *Network) error {
 			return err
 		}
 	}
+	if n.SoleVoter() {
+		if err := n.standNow(); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
 	n.goFunc(n.batch.proposeLoop)
 	n.goFunc(n.batch.completeLoop)
 	n.goFunc(func() { n.batch.tickLoop(n.cfg.TickInterval) })
@@ -163,6 +168,26 @@ func (n *Node) start(network *Network) error {
 	}
 	n.goFunc(n.compactLoop)
 	return nil
+}
+
+// standNow has a node that is its cluster's only voter stand for election
+// at once, where raft would first wait out a heartbeat timeout (300-600 ms
+// with the defaults) for a leader that cannot exist without this node's
+// vote. Shortening the heartbeat timeout makes raft re-arm a follower's
+// timer to fire now, and a follower that never heard from a leader then
+// stands; the configured timeout is restored at once. A timeout that
+// cannot be shortened (it equals LeaderLeaseTimeout) is left as it is.
+func (n *Node) standNow() error {
+	rc := n.raft.ReloadableConfig()
+	if rc.HeartbeatTimeout <= n.cfg.LeaderLeaseTimeout {
+		return nil
+	}
+	shorter := rc
+	shorter.HeartbeatTimeout = n.cfg.LeaderLeaseTimeout
+	if err := n.raft.ReloadConfig(shorter); err != nil {
+		return err
+	}
+	return n.raft.ReloadConfig(rc)
 }
 
 // joinTimeout bounds the wait for the cluster a node joins to add it.

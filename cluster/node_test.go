@@ -843,6 +843,28 @@ func TestCheckpoint(t *testing.T) {
 	}
 }
 
+// TestSoleVoterStandsAtOnce starts and restarts a one-node cluster whose
+// heartbeat timeout is an hour: a node that waited it out before standing
+// for election would not lead within the test.
+func TestSoleVoterStandsAtOnce(t *testing.T) {
+	cfg := durableConfig(t, "solo")
+	cfg.HeartbeatTimeout = time.Hour
+	cfg.ElectionTimeout = time.Hour
+	for range 2 { // bootstrapped, then restarted on its log
+		n := openTest(t, cfg, FromStore(store.New()))
+		waitReady(t, n)
+		if err := n.Apply([]store.Command{cmd(0, "INCR", "starts")}, new(store.Replies)); err != nil {
+			t.Fatal(err)
+		}
+		if got := n.raft.ReloadableConfig().HeartbeatTimeout; got != time.Hour {
+			t.Errorf("heartbeat timeout %v after standing, want the configured hour", got)
+		}
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestDirOfAnotherNode checks that a node refuses a data dir holding
 // another node's raft state, naming the file that says whose it is.
 func TestDirOfAnotherNode(t *testing.T) {
