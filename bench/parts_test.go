@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -504,5 +505,24 @@ func TestLogSpendPerEntryAfterALeaderChange(t *testing.T) {
 	want := "10 commands an entry, one entry every 11.11ms; 1.00ms from proposal to apply, of which the leader's log write 1.00ms and a follower's 550µs (leadership moved during the runs)"
 	if got := s.perEntry(); got != want {
 		t.Errorf("perEntry() = %q, want %q", got, want)
+	}
+}
+
+func TestLeaderChanged(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("connection to 127.0.0.1:1: %w", replyError("UNCERTAIN Leadership changed while the write was being committed")), true},
+		{replyError("TRYAGAIN Leadership changed before the write entered the log"), true},
+		{replyError("CLUSTERDOWN No leader is reachable from this node, retry later"), true},
+		{replyError("ERR wrong number of arguments for 'setbit' command"), false},
+		{replyError("UNCERTAINTY"), false},
+		{errors.New("UNCERTAIN, but not a reply"), false},
+		{nil, false},
+	} {
+		if got := leaderChanged(tc.err); got != tc.want {
+			t.Errorf("leaderChanged(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

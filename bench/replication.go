@@ -190,37 +190,65 @@ func (s *suite) clusterRows(m mode, redis server, before int) ([]Row, []string, 
 		return nil, nil, err
 	}
 	defer c.close()
-	spread := target{addrs: c.addrs(), pids: c.pids()}
 	var rows []Row
 	var costs []string // of the pipeline-1 rows
 	for _, onLeader := range []bool{true, false} {
 		for _, pipeline := range []int{64, 1} {
-			where, t := "clients on every node", spread
-			if onLeader {
-				// Found again for each row: a loaded node may have lost
-				// its leadership in the row before.
-				l, err := c.leader()
-				if err != nil {
-					return nil, nil, err
-				}
-				where, t = "clients on the leader", target{addrs: []string{c.nodes[l].addr}, pids: c.pids()}
+			ids := uint64(before + len(rows) + 1) // new bits: each SETBIT is a write to replicate
+			row, cost, err := s.clusterRow(c, m, redis, onLeader, pipeline, ids)
+			for attempt := 1; leaderChanged(err) && attempt < rowAttempts; attempt++ {
+				s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("A row of the %d-node cluster in mode %s was measured again: its leader changed during it (%v).", s.cfg.Nodes, m.name, err))
+				row, cost, err = s.clusterRow(c, m, redis, onLeader, pipeline, ids)
 			}
-			name := fmt.Sprintf("SETBIT, pipeline %d, %d nodes, %s, %s", pipeline, s.cfg.Nodes, where, m.name)
-			load := setbitWorkload(name, pipeline, targetCluster)
-			load.ids = uint64(before + len(rows) + 1) // new bits: each SETBIT is a write to replicate
-			var spent logSpend
-			load.beside[0] = spent.count(c.addrs())
-			row, err := s.throughput([2]target{t, targetOf(redis)}, load)
 			if err != nil {
 				return nil, nil, err
 			}
 			rows = append(rows, row)
 			if pipeline == 1 {
-				costs = append(costs, fmt.Sprintf("%s, %s: %s", m.name, where, spent.perEntry()))
+				costs = append(costs, cost)
 			}
 		}
 	}
 	return rows, costs, nil
+}
+
+// rowAttempts bounds how many times a cluster row is measured when its
+// leader changes during it.
+const rowAttempts = 3
+
+// clusterRow measures SETBIT at pipeline depth pipeline on cluster c in
+// mode m, with the clients on its leader or on every node, against redis,
+// setting the bits of ids; cost is what an entry cost the nodes' logs.
+func (s *suite) clusterRow(c *cluster, m mode, redis server, onLeader bool, pipeline int, ids uint64) (row Row, cost string, err error) {
+	where, t := "clients on every node", target{addrs: c.addrs(), pids: c.pids()}
+	if onLeader {
+		// Found again for each row: a loaded node may have lost its
+		// leadership in the row before.
+		l, err := c.leader()
+		if err != nil {
+			return Row{}, "", err
+		}
+		where, t = "clients on the leader", target{addrs: []string{c.nodes[l].addr}, pids: c.pids()}
+	}
+	name := fmt.Sprintf("SETBIT, pipeline %d, %d nodes, %s, %s", pipeline, s.cfg.Nodes, where, m.name)
+	load := setbitWorkload(name, pipeline, targetCluster)
+	load.ids = ids
+	var spent logSpend
+	load.beside[0] = spent.count(c.addrs())
+	row, err = s.throughput([2]target{t, targetOf(redis)}, load)
+	return row, fmt.Sprintf("%s, %s: %s", m.name, where, spent.perEntry()), err
+}
+
+// leaderChanged reports whether err carries a write's reply from a cluster
+// whose leader changed while the write was committed: the write may be
+// retried, as a client would.
+func leaderChanged(err error) bool {
+	var reply replyError
+	if !errors.As(err, &reply) {
+		return false
+	}
+	code, _, _ := strings.Cut(string(reply), " ")
+	return code == "UNCERTAIN" || code == "TRYAGAIN" || code == "CLUSTERDOWN"
 }
 
 // logCounters are RAFT INFO's counters of a node's log writes and of the
