@@ -364,14 +364,13 @@ func verifySnapshot(snaps *raft.FileSnapshotStore, dir string) (index uint64, er
 
 // verifyLog checks the index of every entry in the log at path, and the
 // checksum and version of every entry of commands, so that a damaged log
-// stops the node at start rather than being skipped when replayed. It
-// does not decode the commands, which replaying does: that would take
-// as long again. The entries
-// after snapIndex, the newest snapshot's, are the ones replayed, and must
-// all be there. Up to it the log may lack runs of entries: a follower
-// that installed a snapshot keeps what it had of the log before it, and
-// appends the entries after it (raft never reads the gap, and its stores
-// need not be contiguous).
+// stops the node at start rather than being skipped when replayed (it
+// leaves decoding the commands to the replay, which would take as long
+// again). The entries after snapIndex, the newest snapshot's, are the
+// ones replayed, and must all be there. Up to it the log may lack runs
+// of entries: a follower that installed a snapshot keeps what it had of
+// the log before it, and appends the entries after it (raft never reads
+// the gap, and its stores need not be contiguous).
 func verifyLog(logs raft.LogStore, snapIndex uint64, path string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
