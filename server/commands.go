@@ -414,8 +414,7 @@ func shutdownCommand(c *client, args [][]byte) {
 		c.out.Error("ERR No shutdown in progress.")
 	default:
 		c.closing = true
-		c.s.noSave.Store(nosave)
-		c.s.requestShutdown()
+		c.s.requestShutdown(nosave)
 	}
 }
 

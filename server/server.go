@@ -140,9 +140,13 @@ func (s *Server) Start() error {
 // SIGTERM.
 func (s *Server) ShutdownRequested() <-chan struct{} { return s.shutdown }
 
-// requestShutdown closes ShutdownRequested's channel, once.
-func (s *Server) requestShutdown() {
-	s.shutdownOnce.Do(func() { close(s.shutdown) })
+// requestShutdown closes ShutdownRequested's channel, once: the first
+// SHUTDOWN decides whether Close takes a snapshot (not after NOSAVE).
+func (s *Server) requestShutdown(noSave bool) {
+	s.shutdownOnce.Do(func() {
+		s.noSave.Store(noSave)
+		close(s.shutdown)
+	})
 }
 
 // Addr is the address the server listens on, once started.
