@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -71,6 +72,8 @@ type fsm struct {
 	pending sync.Map
 
 	logBytes     atomic.Int64  // bytes of entries applied
+	commands     atomic.Uint64 // commands applied
+	saves        *saves        // the record of the snapshots persisted
 	snapshotMark atomic.Int64  // logBytes at the latest snapshot, set by Snapshot
 	snapshotDue  int64         // bytes past the mark that make a snapshot due
 	due          chan struct{} // signalled when a snapshot is due
@@ -178,7 +181,11 @@ func (f *fsm) apply(l *raft.Log, ahead <-chan decoded) any {
 	}
 	if len(l.Data) > 0 {
 		if p, ok := f.pending.LoadAndDelete(&l.Data[0]); ok {
-			p.(*proposal).apply(f.sm)
+			p := p.(*proposal)
+			for _, b := range p.batches {
+				f.commands.Add(uint64(len(b)))
+			}
+			p.apply(f.sm)
 			return nil
 		}
 	}
@@ -191,6 +198,7 @@ func (f *fsm) apply(l *raft.Log, ahead <-chan decoded) any {
 		f.log.Error("skipping log entry", "index", l.Index, "error", d.err)
 		return fmt.Errorf("log index %d: %w", l.Index, d.err)
 	}
+	f.commands.Add(uint64(len(d.e.cmds)))
 	out := f.getReplies()
 	f.sm.Apply(d.e.cmds, d.e.time, out)
 	return out
@@ -237,7 +245,8 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.persisting.Add(1)
 	f.mu.Lock() // a digest captures the state too
 	defer f.mu.Unlock()
-	return fsmSnapshot{state: f.sm.Snapshot(), applied: f.applied.get(), persisting: &f.persisting}, nil
+	f.saves.begin(time.Now(), f.commands.Load())
+	return fsmSnapshot{state: f.sm.Snapshot(), applied: f.applied.get(), persisting: &f.persisting, saves: f.saves}, nil
 }
 
 // appliedSinceSnapshot reports whether entries were applied since the
@@ -310,6 +319,7 @@ type fsmSnapshot struct {
 	state      io.WriterTo
 	applied    uint64
 	persisting *atomic.Int64 // the FSM's count, decremented on release
+	saves      *saves        // told the outcome
 }
 
 // Persist implements raft.FSMSnapshot.
@@ -320,14 +330,19 @@ func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	}
 	if err != nil {
 		sink.Cancel()
-		return err
+	} else {
+		err = sink.Close()
 	}
-	return sink.Close()
+	s.saves.end(err)
+	return err
 }
 
 // Release implements raft.FSMSnapshot; raft calls it once the snapshot is
 // persisted or failed.
-func (s fsmSnapshot) Release() { s.persisting.Add(-1) }
+func (s fsmSnapshot) Release() {
+	s.saves.end(errNotPersisted) // if Persist did not run
+	s.persisting.Add(-1)
+}
 
 // progress is an index that only grows, with a way to wait for it.
 type progress struct {

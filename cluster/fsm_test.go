@@ -15,7 +15,7 @@ import (
 // newTestFSM returns an fsm over a fresh store.
 func newTestFSM() (*fsm, *store.Store) {
 	st := store.New()
-	return &fsm{sm: FromStore(st), log: hclog.NewNullLogger(), snapshotDue: 1 << 40, due: make(chan struct{}, 1), behind: make(chan struct{}, 1)}, st
+	return &fsm{sm: FromStore(st), log: hclog.NewNullLogger(), saves: newSaves(time.Now()), snapshotDue: 1 << 40, due: make(chan struct{}, 1), behind: make(chan struct{}, 1)}, st
 }
 
 // commandLog returns the log entry at index of batches, stamped now.

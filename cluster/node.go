@@ -94,7 +94,7 @@ func Open(cfg Config, sm StateMachine, network *Network) (*Node, error) {
 		quit:     make(chan struct{}),
 		raftDown: make(chan struct{}),
 	}
-	n.fsm = &fsm{sm: sm, att: cfg.Attachment, log: n.log, snapshotDue: cfg.SnapshotBytes, due: make(chan struct{}, 1), behind: make(chan struct{}, 1)}
+	n.fsm = &fsm{sm: sm, att: cfg.Attachment, log: n.log, saves: newSaves(time.Now()), snapshotDue: cfg.SnapshotBytes, due: make(chan struct{}, 1), behind: make(chan struct{}, 1)}
 	n.leaderReads.fn = n.leaderReadIndex
 	n.followerReads.fn = n.followerReadIndex
 	if err := n.start(network); err != nil {
