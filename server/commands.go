@@ -43,6 +43,11 @@ func init() {
 		"role":      role,
 		"raft":      raftCommand,
 
+		"save":         save,
+		"bgsave":       bgsave,
+		"bgrewriteaof": bgrewriteaof,
+		"lastsave":     lastsave,
+
 		"subscribe":    subscribeCommand,
 		"unsubscribe":  unsubscribeCommand,
 		"psubscribe":   psubscribeCommand,

@@ -378,6 +378,7 @@ func infoCommand(c *client, args [][]byte) {
 		{"server", true, c.s.infoServer},
 		{"clients", true, c.s.infoClients},
 		{"memory", true, c.s.infoMemory},
+		{"persistence", true, c.s.infoPersistence},
 		{"stats", true, c.s.infoStats},
 		{"replication", true, c.s.infoReplication},
 		{"cpu", true, c.s.infoCPU},

@@ -53,6 +53,7 @@ type Server struct {
 	shutdown     chan struct{} // closed once a client sent SHUTDOWN
 	shutdownOnce sync.Once
 	noSave       atomic.Bool // the SHUTDOWN said NOSAVE: Close takes no snapshot
+	bgSave       atomic.Bool // a BGSAVE or BGREWRITEAOF is under way
 }
 
 // New opens the cluster node of cfg.Cluster, which recovers the store
