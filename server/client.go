@@ -609,6 +609,11 @@ func (c *client) account(cmds []store.Command, first, mark int, took time.Durati
 			calls++
 		}
 		c.record(cmd.Spec, cmd.Args, calls, failed, per*calls)
+		if c.slow(cmd.Spec, per) {
+			for _, slow := range cmds[i-int(calls) : i] {
+				c.logSlow(slow.Args, per)
+			}
+		}
 	}
 }
 

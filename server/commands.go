@@ -47,6 +47,7 @@ func init() {
 		"bgsave":       bgsave,
 		"bgrewriteaof": bgrewriteaof,
 		"lastsave":     lastsave,
+		"slowlog":      slowlogCommand,
 
 		"subscribe":    subscribeCommand,
 		"unsubscribe":  unsubscribeCommand,
@@ -73,7 +74,11 @@ func (c *client) counted(spec *proto.Spec, args [][]byte, run func()) {
 		failed = 1
 		c.s.stats.countError(c.out.B[mark+1:])
 	}
-	c.record(spec, args, 1, failed, time.Since(begin).Microseconds())
+	usec := time.Since(begin).Microseconds()
+	c.record(spec, args, 1, failed, usec)
+	if c.slow(spec, usec) {
+		c.logSlow(args, usec)
+	}
 	c.touch(spec.Name)
 }
 
@@ -480,11 +485,17 @@ func (c *client) subcommand(args [][]byte) *proto.Spec {
 
 // help writes a HELP reply in Redis's layout.
 func (c *client) help(cmd string, lines ...string) {
+	c.helpEnding(cmd, "    Print this help.", lines...)
+}
+
+// helpEnding is help with ending, rather than Redis's usual words, as the
+// description of HELP itself (SLOWLOG's has its own).
+func (c *client) helpEnding(cmd, ending string, lines ...string) {
 	c.out.Array(len(lines) + 3)
 	c.out.Simple(cmd + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
 	for _, l := range lines {
 		c.out.Simple(l)
 	}
 	c.out.Simple("HELP")
-	c.out.Simple("    Print this help.")
+	c.out.Simple(ending)
 }

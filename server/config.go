@@ -30,6 +30,13 @@ type Config struct {
 	QueryBufferLimit int64
 	// MaxClients is the most connections served at once.
 	MaxClients int
+	// SlowlogSlowerThan is slowlog-log-slower-than: the least time, in
+	// microseconds, a command takes to enter the slow log (0: every
+	// command; negative: none).
+	SlowlogSlowerThan int64
+	// SlowlogMaxLen is slowlog-max-len: the most entries the slow log
+	// keeps, the newest.
+	SlowlogMaxLen int64
 	// Cluster configures the server's raft node: its identity, peers,
 	// persistence (appendonly, appendfsync) and timing.
 	Cluster cluster.Config
@@ -82,14 +89,16 @@ func (c HistoryConfig) Validate() error {
 // DefaultConfig returns the configuration `presenced` starts with.
 func DefaultConfig() Config {
 	return Config{
-		Bind:             "127.0.0.1",
-		Port:             6379,
-		Dir:              "./data",
-		MaxBulkLen:       proto.DefaultMaxBulkLen,
-		QueryBufferLimit: 1 << 30,
-		MaxClients:       10000,
-		Cluster:          cluster.DefaultConfig(),
-		History:          DefaultHistoryConfig(),
+		Bind:              "127.0.0.1",
+		Port:              6379,
+		Dir:               "./data",
+		MaxBulkLen:        proto.DefaultMaxBulkLen,
+		QueryBufferLimit:  1 << 30,
+		MaxClients:        10000,
+		SlowlogSlowerThan: 10000,
+		SlowlogMaxLen:     128,
+		Cluster:           cluster.DefaultConfig(),
+		History:           DefaultHistoryConfig(),
 	}
 }
 
@@ -106,6 +115,10 @@ func (c Config) Validate() error {
 		return errors.New("server: client-query-buffer-limit must be at least 1mb")
 	case c.MaxClients < 1:
 		return errors.New("server: maxclients must be at least 1")
+	case c.SlowlogSlowerThan < -1:
+		return errors.New("server: slowlog-log-slower-than must be at least -1")
+	case c.SlowlogMaxLen < 0:
+		return errors.New("server: slowlog-max-len must not be negative")
 	}
 	if err := c.History.Validate(); err != nil {
 		return err

@@ -34,6 +34,7 @@ type Server struct {
 
 	settings settings
 	stats    stats
+	slowlog  slowlog
 	pubsub   hub
 
 	mu struct {

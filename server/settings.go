@@ -70,21 +70,33 @@ var parameters = []parameter{
 		set: memorySetter(func(c *Config) *int64 { return &c.QueryBufferLimit })},
 	{name: "maxclients",
 		get: func(c *Config) string { return strconv.Itoa(c.MaxClients) },
-		set: func(c *Config, v string) string {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return "argument couldn't be parsed into an integer"
-			}
-			if msg := checkRange(n, 1, 1<<32-1); msg != "" {
-				return msg
-			}
-			c.MaxClients = int(n)
-			return ""
-		}},
+		set: intSetter(1, 1<<32-1, func(c *Config, n int64) { c.MaxClients = int(n) })},
+	{name: "slowlog-log-slower-than",
+		get: func(c *Config) string { return strconv.FormatInt(c.SlowlogSlowerThan, 10) },
+		set: intSetter(-1, 1<<63-1, func(c *Config, n int64) { c.SlowlogSlowerThan = n })},
+	{name: "slowlog-max-len",
+		get: func(c *Config) string { return strconv.FormatInt(c.SlowlogMaxLen, 10) },
+		set: intSetter(0, 1<<63-1, func(c *Config, n int64) { c.SlowlogMaxLen = n })},
 	{name: "hz", get: func(c *Config) string { return strconv.Itoa(c.hz()) }},
 	{name: "save", get: func(*Config) string { return "" }},
 	{name: "appendonly", get: func(c *Config) string { return yesNo(c.Cluster.AppendOnly) }},
 	{name: "appendfsync", get: func(c *Config) string { return c.Cluster.AppendFsync }},
+}
+
+// intSetter sets an integer in [lo, hi] with set, as Redis bounds its
+// numeric parameters.
+func intSetter(lo, hi int64, set func(*Config, int64)) func(*Config, string) string {
+	return func(c *Config, v string) string {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return "argument couldn't be parsed into an integer"
+		}
+		if msg := checkRange(n, lo, hi); msg != "" {
+			return msg
+		}
+		set(c, n)
+		return ""
+	}
 }
 
 // memorySetter sets a memory amount of at least 1mb, as Redis bounds
