@@ -850,10 +850,7 @@ func (n *Node) Checkpoint() error {
 	if !n.cfg.AppendOnly || !n.fsm.appliedSinceSnapshot() {
 		return nil
 	}
-	if err := n.Snapshot(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
-		return err
-	}
-	return nil
+	return n.Save()
 }
 
 // AddVoter adds a voting member to the cluster, through the leader. It
