@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,6 +139,9 @@ func TestCoalescerConcurrent(t *testing.T) {
 	var mu sync.Mutex
 	calls := uint64(0)
 	co := &coalescer{fn: func() (uint64, error) {
+		// A leadership check takes a round trip: callers arrive during
+		// it. The call yields so that they can here too.
+		runtime.Gosched()
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
