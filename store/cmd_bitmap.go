@@ -101,6 +101,7 @@ func (c *ctx) setbitRun(cmds []Command, out *Replies) int {
 		c.w.Bit(old[i])
 		out.Ends = append(out.Ends, out.Len())
 	}
+	c.touch(c.dbIndex, key)
 	c.mark(c.dbIndex, key)
 	return len(offs)
 }

@@ -142,6 +142,10 @@ func bitsetexHandler(unit int64) handler {
 // warmed before they run (see warmArms).
 func (c *ctx) execAll(cmds []Command, out *Replies) {
 	for len(cmds) > 0 {
+		if n := c.watchRun(cmds, out); n > 0 {
+			cmds = cmds[n:]
+			continue
+		}
 		if n := c.armRunLen(cmds); n > 1 {
 			c.armRun(cmds[:n], out)
 			cmds = cmds[n:]
@@ -152,7 +156,7 @@ func (c *ctx) execAll(cmds []Command, out *Replies) {
 			continue
 		}
 		n := 1
-		for n < min(len(cmds), warmChunk) && c.armRunLen(cmds[n:]) < 2 && !setbitRunStarts(cmds[n:]) {
+		for n < min(len(cmds), warmChunk) && c.armRunLen(cmds[n:]) < 2 && !setbitRunStarts(cmds[n:]) && !cmds[n].is("watchcheck") {
 			n++
 		}
 		window := cmds[:n]
@@ -276,6 +280,7 @@ func (c *ctx) armRun(cmds []Command, out *Replies) {
 	}
 	if e != nil {
 		c.s.scheduleBitsLocked(c.dbIndex, e)
+		c.touch(c.dbIndex, key)
 	}
 	c.mark(c.dbIndex, key)
 }
@@ -644,6 +649,7 @@ func (s *Store) expireBitsLocked(now int64, sink EventSink) {
 			e.v.clearBit(off)
 		}
 		if len(gone) > 0 {
+			s.mu.versions.touch(it.db, []byte(e.key))
 			s.markLocked(it.db, e.key)
 		}
 		if sink != nil && len(gone) > 0 {

@@ -202,6 +202,7 @@ func copyCmd(c *ctx, args [][]byte) {
 		v.enc = encUnsharedInt // Redis duplicates the shared integer
 	}
 	c.putIn(dst, string(args[2]), v, src.expireAt)
+	c.touch(dst, args[2])
 	c.mark(dst, args[2])
 	c.w.Int(1)
 }
@@ -222,6 +223,7 @@ func move(c *ctx, args [][]byte) {
 	}
 	c.db.remove(e)
 	c.putIn(dst, e.key, e.v, e.expireAt)
+	c.touch(dst, args[1])
 	c.mark(dst, args[1])
 	c.w.Int(1)
 }
@@ -265,6 +267,7 @@ func (c *ctx) flushMode(args [][]byte) bool {
 func flushdb(c *ctx, args [][]byte) {
 	if c.flushMode(args) {
 		c.s.markDBLocked(c.dbIndex)
+		c.s.mu.versions.touchDB(c.dbIndex)
 		c.s.mu.dbs[c.dbIndex] = newDB()
 		c.w.OK()
 	}
@@ -276,6 +279,7 @@ func flushall(c *ctx, args [][]byte) {
 	}
 	for i := range c.s.mu.dbs {
 		c.s.markDBLocked(i)
+		c.s.mu.versions.touchDB(i)
 		c.s.mu.dbs[i] = newDB()
 	}
 	c.s.mu.expiries = nil
@@ -304,6 +308,8 @@ func swapdb(c *ctx, args [][]byte) {
 	dbs[a], dbs[b] = dbs[b], dbs[a]
 	c.s.markDBLocked(int(a))
 	c.s.markDBLocked(int(b))
+	c.s.mu.versions.touchDB(int(a))
+	c.s.mu.versions.touchDB(int(b))
 	// The expiry heaps name databases by index: follow the swap.
 	swap := func(db *int) {
 		switch int64(*db) {

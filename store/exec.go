@@ -10,7 +10,7 @@ type handler func(c *ctx, args [][]byte)
 // handlers maps command IDs (proto.Spec.ID) to their implementation.
 var handlers = func() []handler {
 	hs := make([]handler, len(proto.Commands))
-	for _, group := range []map[string]handler{bitmapCommands, stringCommands, keyCommands, bitTimerCommands, historyCommands} {
+	for _, group := range []map[string]handler{bitmapCommands, stringCommands, keyCommands, bitTimerCommands, historyCommands, {"watchcheck": watchcheck}} {
 		for name, h := range group {
 			spec := proto.Lookup([]byte(name))
 			if spec == nil {
@@ -43,6 +43,9 @@ type ctx struct {
 	// none did.
 	marked   []byte
 	markedDB int
+	// skip is how many commands after a WATCHCHECK that failed belong
+	// to its transaction (see watchRun).
+	skip int
 }
 
 func (c *ctx) exec(cmd Command) {
@@ -72,9 +75,32 @@ func (c *ctx) exec(cmd Command) {
 		return
 	}
 	c.db, c.dbIndex = c.s.mu.dbs[cmd.DB], cmd.DB
+	from := c.w.Len()
 	handlers[spec.ID](c, args)
-	if c.hist != nil && spec.Flags&proto.Write != 0 {
-		spec.EachKey(args, func(key []byte) { c.mark(c.dbIndex, key) })
+	if c.write && spec.Flags&proto.Write != 0 {
+		if c.w.Len() == from || c.w.B[from] != '-' {
+			eachWrittenKey(spec, args, func(key []byte) { c.touch(c.dbIndex, key) })
+		}
+		if c.hist != nil {
+			spec.EachKey(args, func(key []byte) { c.mark(c.dbIndex, key) })
+		}
+	}
+}
+
+// touch records a change of key in database db (see versions).
+func (c *ctx) touch(db int, key []byte) { c.s.mu.versions.touch(db, key) }
+
+// eachWrittenKey calls f with each key in args that a write command
+// changes in the database it runs in: its keys, but for the sources of
+// BITOP, which it only reads, and COPY's keys, which COPY touches itself
+// (its copy may go to another database).
+func eachWrittenKey(spec *proto.Spec, args [][]byte, f func(key []byte)) {
+	switch spec.Name {
+	case "bitop":
+		f(args[2])
+	case "copy":
+	default:
+		spec.EachKey(args, f)
 	}
 }
 
@@ -99,6 +125,7 @@ func (c *ctx) getIn(d *db, key []byte) *entry {
 	if c.write {
 		d.remove(e)
 		c.s.mu.stats.ExpiredKeys++
+		c.s.mu.versions.touch(c.s.dbIndexOf(d), key)
 	}
 	return nil
 }
@@ -156,6 +183,16 @@ func (c *ctx) setExpireIn(i int, e *entry, at int64) {
 
 // dbAt returns database i, for commands that work across databases.
 func (c *ctx) dbAt(i int) *db { return c.s.mu.dbs[i] }
+
+// dbIndexOf returns the index of database d.
+func (s *Store) dbIndexOf(d *db) int {
+	for i, x := range s.mu.dbs {
+		if x == d {
+			return i
+		}
+	}
+	return 0
+}
 
 // intArg parses an integer argument as Redis's getLongLongFromObjectOrReply
 // does, replying the "not an integer" error when it is not one.

@@ -50,11 +50,18 @@ import (
 //	    count times, in increasing (db, key) order:
 //	      db         uint8, below NumDBs
 //	      key        uvarint length, then the key's bytes
+//	versions   the keys' versions, for WATCH (see watch.go):
+//	  last       uvarint, the latest version handed out
+//	  dbs        NumDBs uvarints, each database's stamp
+//	  count      uvarint, the number of buckets stamped, then each in
+//	             increasing order:
+//	    gap        uvarint, the bucket minus (the previous one + 1)
+//	    stamp      uvarint, at most last
 //	checksum   uint32, CRC-32C (Castagnoli) of every byte before it
 //
 // Records come database by database, each in its index's (hash, key)
-// order, so equal states encode to identical bytes. Version 2 is the same
-// without the history state, version 1 also without the deadlines of
+// order, so equal states encode to identical bytes. Version 3 is the same
+// without the versions, version 2 also without the history state, version 1 also without the deadlines of
 // bitmap records and without the rules; Restore reads them too.
 
 // snapshotMagic opens every snapshot.
@@ -62,13 +69,16 @@ const snapshotMagic = "PRESENCED-SNAPSHOT"
 
 // snapshotVersion is the version of the encoding WriteTo writes. Restore
 // reads it and the versions before.
-const snapshotVersion = 3
+const snapshotVersion = 4
 
 // snapshotVersionNoTimers is the version before per-bit deadlines.
 const snapshotVersionNoTimers = 1
 
 // snapshotVersionNoHistory is the version before history.
 const snapshotVersionNoHistory = 2
+
+// snapshotVersionNoWatch is the version before the keys' versions.
+const snapshotVersionNoWatch = 3
 
 // snapshotHeaderLen is the length of the fixed fields before the records.
 const snapshotHeaderLen = len(snapshotMagic) + 4 + 8 + 8 + 8
@@ -105,6 +115,7 @@ type Snapshot struct {
 	dbs   [NumDBs][]snapEntry
 	rules []BitTTLRule
 	rec   recorder
+	vers  versions
 }
 
 // snapEntry is one key of a snapshot.
@@ -127,7 +138,7 @@ func (s *Store) Snapshot() *Snapshot {
 	defer s.snapMu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	sn := &Snapshot{now: s.mu.now, stats: s.mu.stats, rules: slices.Clone(s.mu.bitRules), rec: s.mu.rec.clone()}
+	sn := &Snapshot{now: s.mu.now, stats: s.mu.stats, rules: slices.Clone(s.mu.bitRules), rec: s.mu.rec.clone(), vers: s.mu.versions}
 	var a arena
 	for i, d := range s.mu.dbs {
 		entries := make([]snapEntry, 0, len(d.keys))
@@ -187,6 +198,8 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	}
 	e.rules(sn.rules)
 	e.recorder(&sn.rec)
+	e.buf = appendVersions(e.buf[:0], &sn.vers)
+	e.Write(e.buf)
 	e.trailer()
 	if err := e.w.Flush(); err != nil {
 		return cw.n, fmt.Errorf("store: snapshot: write: %w", err)
@@ -364,6 +377,7 @@ func (s *Store) Restore(r io.Reader) error {
 	s.mu.bitHeap = fresh.mu.bitHeap
 	s.setRulesLocked(fresh.mu.bitRules)
 	s.mu.rec = fresh.mu.rec
+	s.mu.versions = fresh.mu.versions
 	return nil
 }
 
@@ -436,6 +450,11 @@ func (d *decoder) snapshot() (*Store, error) {
 	}
 	if d.version > snapshotVersionNoHistory {
 		if err := d.recorder(&fresh.mu.rec, fresh.mu.now); err != nil {
+			return nil, err
+		}
+	}
+	if d.version > snapshotVersionNoWatch {
+		if err := d.versions(&fresh.mu.versions); err != nil {
 			return nil, err
 		}
 	}

@@ -108,6 +108,7 @@ type Store struct {
 		hist       *history     // what history records and where; nil: off
 		rec        recorder     // the state of history recording
 		markedKey  []byte       // the buffer of applyCtx.marked, reused
+		versions   versions     // the keys' versions, for WATCH
 	}
 }
 
@@ -222,6 +223,10 @@ func (s *Store) Now() int64 {
 func (s *Store) Read(cmds []Command, now int64, out *Replies) {
 	s.read(now, out, func(c *ctx) bool {
 		for len(cmds) > 0 {
+			if n := c.watchRun(cmds, out); n > 0 {
+				cmds = cmds[n:]
+				continue
+			}
 			if n := c.getbitRun(cmds, out); n > 0 {
 				cmds = cmds[n:]
 				continue
@@ -296,6 +301,7 @@ func (s *Store) expireLocked(now int64) {
 		case e.expireAt != 0 && e.expireAt < now:
 			d.remove(e)
 			s.mu.stats.ExpiredKeys++
+			s.mu.versions.touch(it.db, []byte(e.key))
 			s.markLocked(it.db, e.key)
 		case e.expireAt != 0:
 			s.scheduleLocked(it.db, e)

@@ -1,0 +1,206 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/presenced/presenced/proto"
+)
+
+// Versions let WATCH find out whether a key changed between the WATCH and
+// the EXEC, on whichever node each runs: every change of a key (a write
+// command's, expiry's) takes a new number from a counter and stamps it on
+// the key's bucket, one of versionBuckets that keys hash to, and FLUSHDB,
+// FLUSHALL and SWAPDB stamp their databases. A key's version is the
+// later of its bucket's stamp and its database's. WATCH reads it, and
+// EXEC sends it back in a WATCHCHECK command ahead of the transaction's
+// commands: the check runs where the transaction runs, in log order, so
+// every replica decides alike. The versions are part of the state: they
+// are in snapshots and in the digest. A key sharing its bucket with a
+// key that changed counts as changed (one chance in versionBuckets for a
+// key that is not itself written), which a client retries as any failed
+// EXEC.
+type versions struct {
+	last    uint64
+	buckets [versionBuckets]uint64
+	dbs     [NumDBs]uint64
+}
+
+// versionBuckets is the number of buckets keys hash to.
+const (
+	versionBits    = 14
+	versionBuckets = 1 << versionBits
+)
+
+// bucketOf is the bucket of key in database db: xxhash, the same on every
+// node.
+func bucketOf(db int, key []byte) int {
+	return int((xxhash.Sum64(key) + uint64(db)*0x9e3779b97f4a7c15) >> (64 - versionBits))
+}
+
+// touch records a change of key in database db.
+func (v *versions) touch(db int, key []byte) {
+	v.last++
+	v.buckets[bucketOf(db, key)] = v.last
+}
+
+// touchDB records a change of every key of database db.
+func (v *versions) touchDB(db int) {
+	v.last++
+	v.dbs[db] = v.last
+}
+
+// of returns the version of key in database db.
+func (v *versions) of(db int, key []byte) uint64 {
+	return max(v.buckets[bucketOf(db, key)], v.dbs[db])
+}
+
+// KeyVersion returns the version of key in database db, for WATCH.
+func (s *Store) KeyVersion(db int, key []byte) uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.versions.of(db, key)
+}
+
+// WatchCheck returns the command that checks, ahead of a transaction of n
+// commands, that none of keys changed since it had its version: keys[i]
+// of database dbs[i] had version vers[i].
+func WatchCheck(n int, dbs []int, keys [][]byte, vers []uint64) Command {
+	args := make([][]byte, 0, 2+3*len(keys))
+	args = append(args, []byte("WATCHCHECK"), strconv.AppendInt(nil, int64(n), 10))
+	for i, key := range keys {
+		args = append(args, strconv.AppendInt(nil, int64(dbs[i]), 10), key, strconv.AppendUint(nil, vers[i], 10))
+	}
+	return Command{DB: 0, Args: args, Spec: watchCheckSpec}
+}
+
+// watchCheckSpec is WATCHCHECK's entry of the command table.
+var watchCheckSpec = proto.Lookup([]byte("watchcheck"))
+
+// WatchPassed reports whether reply, a WATCHCHECK's, lets its
+// transaction run.
+func WatchPassed(reply []byte) bool { return string(reply) == "+OK\r\n" }
+
+// watchcheck answers WATCHCHECK n db key version [db key version ...]:
+// OK when no key changed since its version and none has expired since,
+// a null array otherwise, and then the next n commands of the batch are
+// skipped (see watchRun). A key that exists but whose TTL has passed
+// counts as changed: expiry removes it at the next tick.
+func watchcheck(c *ctx, args [][]byte) {
+	n, ok := proto.ParseInt(args[1])
+	if !ok || n < 0 || len(args)%3 != 2 {
+		c.w.Error(proto.ErrSyntax)
+		return
+	}
+	changed := false
+	for i := 2; i < len(args); i += 3 {
+		db, okDB := proto.ParseInt(args[i])
+		ver, okVer := strconv.ParseUint(string(args[i+2]), 10, 64)
+		if !okDB || okVer != nil || db < 0 || db >= NumDBs {
+			c.w.Error(proto.ErrSyntax)
+			return
+		}
+		key := args[i+1]
+		if c.s.mu.versions.of(int(db), key) != ver {
+			changed = true
+		} else if e := c.s.mu.dbs[db].keys[string(key)]; e != nil && !c.alive(e) {
+			changed = true
+		}
+	}
+	if changed {
+		c.w.NullArray()
+		c.skip = int(n)
+		return
+	}
+	c.w.OK()
+}
+
+// watchRun runs the WATCHCHECK that starts cmds, if one does, and
+// returns how many commands it took: itself, and the commands of its
+// transaction when it failed, each answered with a null reply. It
+// returns 0 when cmds does not start with a WATCHCHECK.
+func (c *ctx) watchRun(cmds []Command, out *Replies) int {
+	if !cmds[0].is("watchcheck") {
+		return 0
+	}
+	c.skip = 0
+	c.exec(cmds[0])
+	out.Ends = append(out.Ends, out.Len())
+	n := 1 + min(c.skip, len(cmds)-1)
+	for range n - 1 {
+		c.w.Null()
+		out.Ends = append(out.Ends, out.Len())
+	}
+	c.skip = 0
+	return n
+}
+
+// appendVersions encodes v for a snapshot: the counter, the stamps of
+// the databases, then the buckets' as runs: the count of stamped buckets,
+// and for each the gap from the one before and its stamp.
+func appendVersions(b []byte, v *versions) []byte {
+	b = binary.AppendUvarint(b, v.last)
+	for _, d := range v.dbs {
+		b = binary.AppendUvarint(b, d)
+	}
+	n := 0
+	for _, s := range v.buckets {
+		if s != 0 {
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	prev := -1
+	for i, s := range v.buckets {
+		if s != 0 {
+			b = binary.AppendUvarint(b, uint64(i-prev-1))
+			b = binary.AppendUvarint(b, s)
+			prev = i
+		}
+	}
+	return b
+}
+
+// versions reads the keys' versions of a snapshot into v (see
+// appendVersions): no stamp after the counter, buckets in range.
+func (d *decoder) versions(v *versions) error {
+	var err error
+	read := func() uint64 {
+		var x uint64
+		if err == nil {
+			x, err = binary.ReadUvarint(d)
+		}
+		return x
+	}
+	v.last = read()
+	for i := range v.dbs {
+		v.dbs[i] = read()
+	}
+	n := read()
+	if err == nil && n > versionBuckets {
+		return fmt.Errorf("%d version buckets", n)
+	}
+	at := -1
+	for range n {
+		at += int(min(read(), versionBuckets)) + 1
+		stamp := read()
+		if err != nil {
+			return err
+		}
+		if at >= versionBuckets {
+			return fmt.Errorf("version bucket %d", at)
+		}
+		v.buckets[at] = stamp
+	}
+	if err != nil {
+		return err
+	}
+	for _, s := range append(v.buckets[:], v.dbs[:]...) {
+		if s > v.last {
+			return fmt.Errorf("version %d after the latest, %d", s, v.last)
+		}
+	}
+	return nil
+}

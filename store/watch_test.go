@@ -1,0 +1,171 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// watchRuns applies, at now, a WATCHCHECK of key in database db at
+// version ver ahead of the commands of lines (in database 0), and one
+// more SET after them that is not part of the transaction; it returns
+// the replies.
+func watchRuns(s *Store, now int64, db int, key string, ver uint64, lines ...string) []string {
+	cmds := []Command{WatchCheck(len(lines), []int{db}, [][]byte{[]byte(key)}, []uint64{ver})}
+	for _, l := range append(lines, "SET after 1") {
+		cmds = append(cmds, Command{Args: bytesArgs(l)})
+	}
+	var out Replies
+	s.Apply(cmds, now, &out)
+	replies := make([]string, len(cmds))
+	for i := range cmds {
+		replies[i] = string(out.Reply(i))
+	}
+	return replies
+}
+
+// TestWatchCheck checks which changes between a key's version and the
+// check make it fail, and that a failed check skips exactly the commands
+// of its transaction.
+func TestWatchCheck(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		setup   []string // run before the version is read (database 0)
+		db      int
+		key     string
+		between []string // run after (database 0)
+		at      int64    // time of the check, after testNow
+		changed bool
+	}{
+		{name: "nothing", setup: []string{"SET k 1"}, key: "k"},
+		{name: "SET", key: "k", between: []string{"SET k 2"}, changed: true},
+		{name: "SET of the same value", setup: []string{"SET k 1"}, key: "k", between: []string{"SET k 1"}, changed: true},
+		{name: "another key", key: "k", between: []string{"SET other 1"}},
+		{name: "another database", db: 1, key: "k", between: []string{"SET k 1"}},
+		{name: "a failed write", setup: []string{"SET k x"}, key: "k", between: []string{"INCR k"}},
+		{name: "SETBIT", key: "k", between: []string{"SETBIT k 7 1"}, changed: true},
+		{name: "BITSETEX", key: "k", between: []string{"BITSETEX k 10 7"}, changed: true},
+		{name: "BITOP destination", key: "d", between: []string{"BITOP OR d k"}, changed: true},
+		{name: "BITOP source", setup: []string{"SET k 1"}, key: "k", between: []string{"BITOP OR d k"}},
+		{name: "COPY source", setup: []string{"SET k 1"}, key: "k", between: []string{"COPY k d"}},
+		{name: "COPY destination in another database", setup: []string{"SET k 1"}, db: 1, key: "d", between: []string{"COPY k d DB 1"}, changed: true},
+		{name: "MOVE, the source", setup: []string{"SET k 1"}, key: "k", between: []string{"MOVE k 1"}, changed: true},
+		{name: "MOVE, the destination", setup: []string{"SET k 1"}, db: 1, key: "k", between: []string{"MOVE k 1"}, changed: true},
+		{name: "RENAME destination", setup: []string{"SET k 1"}, key: "n", between: []string{"RENAME k n"}, changed: true},
+		{name: "DEL of a missing key", key: "k", between: []string{"DEL k"}, changed: true},
+		{name: "FLUSHDB", key: "k", between: []string{"FLUSHDB"}, changed: true},
+		{name: "FLUSHDB of another database", db: 1, key: "k", between: []string{"FLUSHDB"}},
+		{name: "FLUSHALL", db: 3, key: "k", between: []string{"FLUSHALL"}, changed: true},
+		{name: "SWAPDB", db: 2, key: "k", between: []string{"SWAPDB 0 2"}, changed: true},
+		{name: "key expired", setup: []string{"SET k 1 PX 100"}, key: "k", at: 101, changed: true},
+		{name: "TTL not reached", setup: []string{"SET k 1 PX 100"}, key: "k", at: 100},
+		{name: "a bit expired", setup: []string{"BITPSETEX k 100 7"}, key: "k", between: []string{"SET other 1"}, at: 500, changed: true},
+		{name: "a read", setup: []string{"SET k 1"}, key: "k", between: []string{"GET k", "BITCOUNT k"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := New()
+			for _, l := range c.setup {
+				do(s, testNow, l)
+			}
+			ver := s.KeyVersion(c.db, []byte(c.key))
+			for _, l := range c.between {
+				do(s, testNow+c.at, l)
+			}
+			got := watchRuns(s, testNow+c.at, c.db, c.key, ver, "SET k tx", "INCR n")
+			want := []string{"+OK\r\n", "+OK\r\n", ":1\r\n", "+OK\r\n"}
+			if c.changed {
+				want = []string{"*-1\r\n", "$-1\r\n", "$-1\r\n", "+OK\r\n"}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("replies %q, want %q", got, want)
+			}
+			if v := do(s, testNow+c.at, "GET k"); (v == "$2\r\ntx\r\n") == c.changed {
+				t.Fatalf("after the transaction GET k is %q", v)
+			}
+		})
+	}
+}
+
+// TestWatchCheckOnReadPath runs checks of read-only transactions through
+// Read, as a node answers them without a log entry: there a key whose
+// TTL passed is still stored, and counts as changed all the same.
+func TestWatchCheckOnReadPath(t *testing.T) {
+	s := New()
+	do(s, testNow, "SET k 1")
+	do(s, testNow, "SET short 1 PX 100")
+	read := func(key string, ver uint64, now int64) string {
+		var out Replies
+		s.Read([]Command{WatchCheck(1, []int{0}, [][]byte{[]byte(key)}, []uint64{ver}), {Args: bytesArgs("GET k")}, {Args: bytesArgs("STRLEN k")}}, now, &out)
+		return string(out.Reply(0)) + string(out.Reply(1)) + string(out.Reply(2))
+	}
+	ver, short := s.KeyVersion(0, []byte("k")), s.KeyVersion(0, []byte("short"))
+	if got := read("k", ver, testNow); got != "+OK\r\n$1\r\n1\r\n:1\r\n" {
+		t.Fatalf("unchanged: %q", got)
+	}
+	if got := read("short", short, testNow+101); got != "*-1\r\n$-1\r\n:1\r\n" {
+		t.Fatalf("expired, not removed: %q", got)
+	}
+	do(s, testNow, "APPEND k 2")
+	if got := read("k", ver, testNow); got != "*-1\r\n$-1\r\n:2\r\n" {
+		t.Fatalf("changed: %q", got)
+	}
+}
+
+// TestWatchCheckSyntax refuses malformed checks without skipping what
+// follows.
+func TestWatchCheckSyntax(t *testing.T) {
+	s := New()
+	for _, line := range []string{
+		"WATCHCHECK x 0 k 0", "WATCHCHECK -1 0 k 0", "WATCHCHECK 1 0 k 0 1",
+		"WATCHCHECK 1 16 k 0", "WATCHCHECK 1 0 k -1", "WATCHCHECK 1 0 k x",
+	} {
+		var out Replies
+		s.Apply([]Command{{Args: bytesArgs(line)}, {Args: bytesArgs("SET k 1")}}, testNow, &out)
+		if got := string(out.Reply(0)) + string(out.Reply(1)); got != "-ERR syntax error\r\n+OK\r\n" {
+			t.Errorf("%s: %q", line, got)
+		}
+	}
+	if got := do(s, testNow, "WATCHCHECK 1 0 k"); !strings.HasPrefix(got, "-ERR wrong number of arguments") {
+		t.Errorf("too few arguments: %q", got)
+	}
+}
+
+// TestVersionsInSnapshots restores the versions, so a check decides the
+// same on a replica restored from a snapshot, and rejects versions that
+// could not have been handed out.
+func TestVersionsInSnapshots(t *testing.T) {
+	s := New()
+	do(s, testNow, "SET k 1")
+	do(s, testNow, "FLUSHDB")
+	do(s, testNow, "SET a 1")
+	do(s, testNow, "SET b 1")
+	r := snapRoundTrip(t, s)
+	if r.mu.versions != s.mu.versions {
+		t.Fatal("the restored versions differ")
+	}
+	for _, key := range []string{"a", "b", "k", "missing"} {
+		if r.KeyVersion(0, []byte(key)) != s.KeyVersion(0, []byte(key)) || s.KeyVersion(0, []byte(key)) == 0 {
+			t.Fatalf("version of %s: %d restored, %d", key, r.KeyVersion(0, []byte(key)), s.KeyVersion(0, []byte(key)))
+		}
+	}
+	data := snapBytes(t, s)
+	vers := appendVersions(nil, &s.mu.versions)
+	// The latest version (4), 16 database stamps (database 0's is
+	// FLUSHDB's, 2), the count of buckets stamped (3), then each
+	// bucket's gap and stamp.
+	if vers[0] != 4 || vers[1] != 2 || vers[17] != 3 {
+		t.Fatalf("versions encode to % x", vers)
+	}
+	at := len(data) - 4 - len(vers)
+	with := func(what string, section []byte) {
+		b := append(append(append([]byte(nil), data[:at]...), section...), 0, 0, 0, 0)
+		snapRejects(t, snapVictim(), resum(b), what)
+	}
+	dbs := make([]byte, NumDBs)
+	with("a stamp after the latest", append(append([]byte{1}, dbs...), vers[17:]...))
+	with("a database stamp after the latest", append(append([]byte{4, 9}, dbs[1:]...), vers[17:]...))
+	with("too many buckets", binary.AppendUvarint(append([]byte{4}, dbs...), versionBuckets+1))
+	with("a bucket out of range", append(binary.AppendUvarint(append([]byte{4}, append(dbs, 1)...), versionBuckets), 1))
+	with("a section cut short", vers[:len(vers)-1])
+}
