@@ -69,6 +69,7 @@ type client struct {
 
 	multi    bool
 	multiErr bool
+	watched  []watchedKey // the keys WATCH follows until EXEC, DISCARD, UNWATCH or RESET
 	queued   []queuedCommand
 	// queuedBytes and queuedArgs are the chunks queued commands' copied
 	// arguments are carved from: a follower forwards writes as MULTI
@@ -442,7 +443,7 @@ func (c *client) reject(spec *proto.Spec, msg string) {
 	}
 	if spec != nil && spec.Name == "exec" {
 		// A refused EXEC ends the transaction, with or without one open.
-		c.multi, c.multiErr, c.queued = false, false, nil
+		c.multi, c.multiErr, c.queued, c.watched = false, false, nil, nil
 		c.out.Error("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR "))
 		c.s.stats.countError([]byte("EXECABORT"))
 		return

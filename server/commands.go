@@ -34,6 +34,8 @@ func init() {
 		"multi":     multi,
 		"exec":      exec,
 		"discard":   discard,
+		"watch":     watch,
+		"unwatch":   unwatch,
 		"function":  function,
 		"debug":     debugCommand,
 		"shutdown":  shutdownCommand,
@@ -97,7 +99,7 @@ func statOf(spec *proto.Spec, args [][]byte) *proto.Spec {
 // rather than being queued.
 func controlsTransaction(spec *proto.Spec) bool {
 	switch spec.Name {
-	case "multi", "exec", "discard", "quit", "reset":
+	case "multi", "exec", "discard", "watch", "quit", "reset":
 		return true
 	}
 	return false
@@ -131,7 +133,7 @@ func quit(c *client, _ [][]byte) {
 
 func reset(c *client, _ [][]byte) {
 	c.leavePubSub()
-	c.multi, c.multiErr, c.queued = false, false, nil
+	c.multi, c.multiErr, c.queued, c.watched = false, false, nil, nil
 	c.db = 0
 	c.authed = c.s.settings.config().RequirePass == ""
 	c.info.Lock()
@@ -266,7 +268,7 @@ func discard(c *client, _ [][]byte) {
 		c.out.Error(proto.ErrDiscardNoMulti)
 		return
 	}
-	c.multi, c.multiErr, c.queued = false, false, nil
+	c.multi, c.multiErr, c.queued, c.watched = false, false, nil, nil
 	c.out.OK()
 }
 
@@ -306,14 +308,16 @@ const (
 
 // exec runs the queued commands. The keyspace commands among them go to
 // the store as one batch, applied atomically; the server commands run
-// in their place in the order they were queued.
+// in their place in the order they were queued. After WATCH, the batch
+// starts with the check of the watched keys, and when one changed
+// nothing runs and EXEC answers a null array.
 func exec(c *client, _ [][]byte) {
 	if !c.multi {
 		c.out.Error(proto.ErrExecNoMulti)
 		return
 	}
-	queued, doomed := c.queued, c.multiErr
-	c.multi, c.multiErr, c.queued = false, false, nil
+	queued, doomed, watched := c.queued, c.multiErr, c.watched
+	c.multi, c.multiErr, c.queued, c.watched = false, false, nil, nil
 	if doomed {
 		c.out.Error(proto.ErrExecAbort)
 		return
@@ -333,14 +337,24 @@ func exec(c *client, _ [][]byte) {
 			}
 		}
 	}
+	next := 0
+	if len(watched) > 0 {
+		batch = append([]store.Command{watchCheck(watched, len(batch))}, batch...)
+		next = 1
+	}
 	var replies store.Replies
 	if len(batch) > 0 {
 		saved := c.out
 		c.out = replies
 		begin := time.Now()
 		err := c.runStore(batch, write, begin)
-		if err == nil {
-			c.account(batch, 0, 0, time.Since(begin))
+		passed := err == nil && (next == 0 || store.WatchPassed(c.out.Reply(0)))
+		if passed && len(batch) > next {
+			mark := 0
+			if next > 0 {
+				mark = c.out.Ends[next-1]
+			}
+			c.account(batch[next:], next, mark, time.Since(begin))
 		}
 		replies, c.out = c.out, saved
 		if err != nil {
@@ -348,9 +362,12 @@ func exec(c *client, _ [][]byte) {
 			c.out.Error(replyError(err))
 			return
 		}
+		if !passed {
+			c.out.NullArray()
+			return
+		}
 	}
 	c.out.Array(len(queued))
-	next := 0
 	for _, q := range queued {
 		if store.Handles(q.spec) {
 			c.out.Raw(replies.Reply(next))
