@@ -23,17 +23,77 @@ const (
 	SkipSlowlog
 	Fast
 	NoAuth
+	NoAsyncLoading
 	NoMulti
 	AllowBusy
 )
 
-var flagNames = []string{"write", "readonly", "denyoom", "admin", "pubsub", "noscript", "loading", "stale", "skip_slowlog", "fast", "no_auth", "no_multi", "allow_busy"}
+var flagNames = []string{"write", "readonly", "denyoom", "admin", "pubsub", "noscript", "loading", "stale", "skip_slowlog", "fast", "no_auth", "no_async_loading", "no_multi", "allow_busy"}
 
 // Names lists the flags set in f, in Redis's order.
 func (f Flag) Names() []string {
 	var out []string
 	for i, n := range flagNames {
 		if f&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Category is a set of Redis ACL categories.
+type Category uint32
+
+// ACL categories, in the order COMMAND INFO lists them (Redis's order,
+// less the categories of data types presenced does not have).
+const (
+	CatKeyspace Category = 1 << iota
+	CatRead
+	CatWrite
+	CatString
+	CatBitmap
+	CatPubSub
+	CatAdmin
+	CatFast
+	CatSlow
+	CatDangerous
+	CatConnection
+	CatTransaction
+	CatScripting
+)
+
+var categoryNames = []string{"@keyspace", "@read", "@write", "@string", "@bitmap", "@pubsub", "@admin", "@fast", "@slow", "@dangerous", "@connection", "@transaction", "@scripting"}
+
+// groupCategories are the categories a command of each group is in.
+var groupCategories = map[string]Category{
+	"generic": CatKeyspace, "string": CatString, "bitmap": CatBitmap,
+	"connection": CatConnection, "transactions": CatTransaction, "scripting": CatScripting,
+}
+
+// Categories lists the command's ACL categories, as COMMAND INFO does:
+// those of its flags (write, read, pubsub, admin, which is dangerous too,
+// fast or else slow), of its group (not for a container, which Redis
+// leaves in none), and the ones its table entry adds.
+func (s *Spec) Categories() []string {
+	c := s.ACL
+	for flag, cat := range map[Flag]Category{Write: CatWrite, ReadOnly: CatRead, PubSub: CatPubSub, Admin: CatAdmin | CatDangerous, Fast: CatFast} {
+		if s.Flags&flag != 0 {
+			c |= cat
+		}
+	}
+	if s.Flags&Fast == 0 {
+		c |= CatSlow
+	}
+	group := s.Group
+	if s.Parent != nil {
+		group = s.Parent.Group
+	}
+	if len(s.Subcommands) == 0 {
+		c |= groupCategories[group]
+	}
+	var out []string
+	for i, n := range categoryNames {
+		if c&(1<<i) != 0 {
 			out = append(out, n)
 		}
 	}
@@ -51,6 +111,9 @@ type Spec struct {
 	Arity int
 	// Flags are the command's properties.
 	Flags Flag
+	// ACL are the ACL categories Redis puts the command in besides those
+	// its flags and group give (see Categories).
+	ACL Category
 	// FirstKey, LastKey and Step locate the key arguments (LastKey -1: up
 	// to the last argument), as in COMMAND INFO.
 	FirstKey, LastKey, Step int
@@ -315,7 +378,7 @@ var table = []*Spec{
 		Summary:    "Determine the type stored at key",
 		Complexity: "O(1)",
 		Syntax:     "key"},
-	{Name: "keys", Arity: 2, Flags: ReadOnly, Group: "generic", Since: "1.0.0",
+	{Name: "keys", Arity: 2, Flags: ReadOnly, ACL: CatDangerous, Group: "generic", Since: "1.0.0",
 		Summary:    "Find all keys matching the given pattern",
 		Complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
 		Syntax:     "pattern"},
@@ -323,7 +386,7 @@ var table = []*Spec{
 		Summary:    "Incrementally iterate the keys space",
 		Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
 		Syntax:     "cursor [MATCH pattern] [COUNT count] [TYPE type]"},
-	{Name: "dbsize", Arity: 1, Flags: ReadOnly | Fast, Group: "server", Since: "1.0.0",
+	{Name: "dbsize", Arity: 1, Flags: ReadOnly | Fast, ACL: CatKeyspace, Group: "server", Since: "1.0.0",
 		Summary:    "Return the number of keys in the selected database",
 		Complexity: "O(1)",
 		Syntax:     ""},
@@ -398,15 +461,15 @@ var table = []*Spec{
 			{Name: "encoding", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Inspect the internal encoding of a Redis object", Syntax: "key"},
 			{Name: "refcount", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Get the number of references to the value of the key", Syntax: "key"},
 		}},
-	{Name: "flushdb", Arity: -1, Flags: Write, Group: "server", Since: "1.0.0",
+	{Name: "flushdb", Arity: -1, Flags: Write, ACL: CatKeyspace | CatDangerous, Group: "server", Since: "1.0.0",
 		Summary:    "Remove all keys from the current database",
 		Complexity: "O(N) where N is the number of keys in the selected database",
 		Syntax:     "[ASYNC | SYNC]"},
-	{Name: "flushall", Arity: -1, Flags: Write, Group: "server", Since: "1.0.0",
+	{Name: "flushall", Arity: -1, Flags: Write, ACL: CatKeyspace | CatDangerous, Group: "server", Since: "1.0.0",
 		Summary:    "Remove all keys from all databases",
 		Complexity: "O(N) where N is the total number of keys in all databases",
 		Syntax:     "[ASYNC | SYNC]"},
-	{Name: "swapdb", Arity: 3, Flags: Write | Fast, Group: "server", Since: "4.0.0",
+	{Name: "swapdb", Arity: 3, Flags: Write | Fast, ACL: CatKeyspace | CatDangerous, Group: "server", Since: "4.0.0",
 		Summary:    "Swaps two Redis databases",
 		Complexity: "O(N) where N is the count of clients watching or blocking on keys from both databases.",
 		Syntax:     "index1 index2"},
@@ -451,16 +514,16 @@ var table = []*Spec{
 		Summary:    "Change the selected database for the current connection",
 		Complexity: "O(1)",
 		Syntax:     "index"},
-	{Name: "command", Arity: -1, Flags: Loading | Stale, Group: "server", Since: "2.8.13",
+	{Name: "command", Arity: -1, Flags: Loading | Stale, ACL: CatConnection, Group: "server", Since: "2.8.13",
 		Summary:    "Get array of Redis command details",
 		Complexity: "O(N) where N is the total number of Redis commands",
 
 		Subcommands: []*Spec{
-			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
-			{Name: "count", Arity: 2, Flags: Loading | Stale, Summary: "Get total number of Redis commands"},
-			{Name: "docs", Arity: -2, Flags: Loading | Stale, Summary: "Get array of specific Redis command documentation", Syntax: "[command-name [command-name ...]]"},
-			{Name: "info", Arity: -2, Flags: Loading | Stale, Summary: "Get array of specific Redis command details, or all when no argument is given.", Syntax: "[command-name [command-name ...]]"},
-			{Name: "list", Arity: -2, Flags: Loading | Stale, Summary: "Get an array of Redis command names", Syntax: "[FILTERBY <MODULE module-name | ACLCAT category | PATTERN pattern>]"},
+			{Name: "help", Arity: 2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Show helpful text about the different subcommands"},
+			{Name: "count", Arity: 2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get total number of Redis commands"},
+			{Name: "docs", Arity: -2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get array of specific Redis command documentation", Syntax: "[command-name [command-name ...]]"},
+			{Name: "info", Arity: -2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get array of specific Redis command details, or all when no argument is given.", Syntax: "[command-name [command-name ...]]"},
+			{Name: "list", Arity: -2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get an array of Redis command names", Syntax: "[FILTERBY <MODULE module-name | ACLCAT category | PATTERN pattern>]"},
 		}},
 	{Name: "config", Arity: -2, Group: "server", Since: "2.0.0",
 		Summary:    "A container for server configuration commands",
@@ -472,7 +535,7 @@ var table = []*Spec{
 			{Name: "get", Arity: -3, Flags: Admin | NoScript | Loading | Stale, Summary: "Get the values of configuration parameters", Syntax: "parameter [parameter ...]"},
 			{Name: "set", Arity: -4, Flags: Admin | NoScript | Loading | Stale, Summary: "Set configuration parameters to the given values", Syntax: "parameter value [parameter value ...]"},
 		}},
-	{Name: "info", Arity: -1, Flags: Loading | Stale, Group: "server", Since: "1.0.0",
+	{Name: "info", Arity: -1, Flags: Loading | Stale, ACL: CatDangerous, Group: "server", Since: "1.0.0",
 		Summary:    "Get information and statistics about the server",
 		Complexity: "O(1)",
 		Syntax:     "[section [section ...]]"},
@@ -485,19 +548,19 @@ var table = []*Spec{
 			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
 			{Name: "reset", Arity: 2, Flags: Admin | Loading | Stale, Summary: "Clear all entries from the slow log"},
 		}},
-	{Name: "save", Arity: 1, Flags: Admin | NoScript | NoMulti, Group: "server", Since: "1.0.0",
+	{Name: "save", Arity: 1, Flags: Admin | NoScript | NoAsyncLoading | NoMulti, Group: "server", Since: "1.0.0",
 		Summary:    "Synchronously save the dataset to disk",
 		Complexity: "O(N) where N is the total number of keys in all databases",
 		Syntax:     ""},
-	{Name: "bgsave", Arity: -1, Flags: Admin | NoScript, Group: "server", Since: "1.0.0",
+	{Name: "bgsave", Arity: -1, Flags: Admin | NoScript | NoAsyncLoading, Group: "server", Since: "1.0.0",
 		Summary:    "Asynchronously save the dataset to disk",
 		Complexity: "O(1)",
 		Syntax:     "[SCHEDULE]"},
-	{Name: "bgrewriteaof", Arity: 1, Flags: Admin | NoScript, Group: "server", Since: "1.0.0",
+	{Name: "bgrewriteaof", Arity: 1, Flags: Admin | NoScript | NoAsyncLoading, Group: "server", Since: "1.0.0",
 		Summary:    "Asynchronously rewrite the append-only file",
 		Complexity: "O(1)",
 		Syntax:     ""},
-	{Name: "lastsave", Arity: 1, Flags: Loading | Stale | Fast, Group: "server", Since: "1.0.0",
+	{Name: "lastsave", Arity: 1, Flags: Loading | Stale | Fast, ACL: CatAdmin | CatDangerous, Group: "server", Since: "1.0.0",
 		Summary:    "Get the UNIX time stamp of the last successful save to disk",
 		Complexity: "O(1)",
 		Syntax:     ""},
@@ -570,13 +633,13 @@ var table = []*Spec{
 			{Name: "numsub", Arity: -2, Flags: PubSub | Loading | Stale, Summary: "Get the count of subscribers for channels", Syntax: "[channel [channel ...]]"},
 			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
 		}},
-	{Name: "readonly", Arity: 1, Flags: Loading | Stale | Fast, Group: "cluster", Since: "3.0.0",
+	{Name: "readonly", Arity: 1, Flags: Loading | Stale | Fast, ACL: CatConnection, Group: "cluster", Since: "3.0.0",
 		Summary:    "Enables read queries for a connection to a cluster replica node",
 		Complexity: "O(1)"},
-	{Name: "readwrite", Arity: 1, Flags: Loading | Stale | Fast, Group: "cluster", Since: "3.0.0",
+	{Name: "readwrite", Arity: 1, Flags: Loading | Stale | Fast, ACL: CatConnection, Group: "cluster", Since: "3.0.0",
 		Summary:    "Disables read queries for a connection to a cluster replica node",
 		Complexity: "O(1)"},
-	{Name: "role", Arity: 1, Flags: NoScript | Loading | Stale | Fast, Group: "server", Since: "2.8.12",
+	{Name: "role", Arity: 1, Flags: NoScript | Loading | Stale | Fast, ACL: CatAdmin | CatDangerous, Group: "server", Since: "2.8.12",
 		Summary:    "Return the role of the instance in the context of replication",
 		Complexity: "O(1)"},
 	{Name: "raft", Arity: -2, Group: "cluster", Since: "0.1.0",

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/presenced/presenced/proto"
@@ -80,19 +81,34 @@ func requestedSpecs(names [][]byte) []*proto.Spec {
 	return out
 }
 
+// commandList answers COMMAND LIST [FILTERBY MODULE name | ACLCAT
+// category | PATTERN pattern]. No command comes from a module.
 func commandList(c *client, args [][]byte) {
-	var pattern []byte
+	match := func(*proto.Spec) bool { return true }
 	if len(args) > 2 {
-		if len(args) != 5 || !strings.EqualFold(string(args[2]), "FILTERBY") || !strings.EqualFold(string(args[3]), "PATTERN") {
+		if len(args) != 5 || !strings.EqualFold(string(args[2]), "FILTERBY") {
 			c.out.Error(proto.ErrSyntax)
 			return
 		}
-		pattern = args[4]
+		arg := args[4]
+		switch strings.ToLower(string(args[3])) {
+		case "module":
+			match = func(*proto.Spec) bool { return false }
+		case "aclcat":
+			match = func(s *proto.Spec) bool {
+				return slices.ContainsFunc(s.Categories(), func(cat string) bool { return strings.EqualFold(cat[1:], string(arg)) })
+			}
+		case "pattern":
+			match = func(s *proto.Spec) bool { return store.Match(arg, []byte(s.FullName()), true) }
+		default:
+			c.out.Error(proto.ErrSyntax)
+			return
+		}
 	}
 	var names []string
 	for _, spec := range proto.Commands {
 		for _, s := range append([]*proto.Spec{spec}, spec.Subcommands...) {
-			if pattern == nil || store.Match(pattern, []byte(s.FullName()), true) {
+			if match(s) {
 				names = append(names, s.FullName())
 			}
 		}
@@ -113,43 +129,13 @@ func writeCommandInfo(w *proto.Writer, spec *proto.Spec) {
 	w.Int(int64(spec.FirstKey))
 	w.Int(int64(spec.LastKey))
 	w.Int(int64(spec.Step))
-	writeSimpleArray(w, aclCategories(spec))
+	writeSimpleArray(w, spec.Categories())
 	w.Array(0) // tips
 	w.Array(0) // key specifications
 	w.Array(len(spec.Subcommands))
 	for _, sub := range spec.Subcommands {
 		writeCommandInfo(w, sub)
 	}
-}
-
-// aclCategories derives Redis's ACL categories from a command's flags
-// and group.
-func aclCategories(spec *proto.Spec) []string {
-	var cats []string
-	switch {
-	case spec.Flags&proto.Write != 0:
-		cats = append(cats, "@write")
-	case spec.Flags&proto.ReadOnly != 0:
-		cats = append(cats, "@read")
-	}
-	switch spec.Group {
-	case "generic":
-		cats = append(cats, "@keyspace")
-	case "string", "bitmap", "connection", "transactions":
-		cats = append(cats, "@"+spec.Group)
-	}
-	if spec.Flags&proto.PubSub != 0 {
-		cats = append(cats, "@pubsub")
-	}
-	if spec.Flags&proto.Admin != 0 {
-		cats = append(cats, "@admin", "@dangerous")
-	}
-	if spec.Flags&proto.Fast != 0 {
-		cats = append(cats, "@fast")
-	} else {
-		cats = append(cats, "@slow")
-	}
-	return cats
 }
 
 // field is one entry of a map reply: its name and what writes its value.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -320,5 +321,71 @@ func TestFormatCommandRoundTrip(t *testing.T) {
 	got, ok := proto.SplitArgs([]byte(formatCommand(args)))
 	if !ok || !slices.EqualFunc(got, args, bytes.Equal) {
 		t.Fatalf("SplitArgs(formatCommand(%q)) = %q, %v", args, got, ok)
+	}
+}
+
+// TestCommandInfoMatchesRedis compares COMMAND INFO of every command
+// presenced and redis-server both have, up to the key specifications
+// (which presenced leaves empty): name, arity, flags, key positions and
+// ACL categories, in Redis's order.
+func TestCommandInfoMatchesRedis(t *testing.T) {
+	d := newDiffer(t)
+	do := func(target *diffTarget, args ...string) []byte {
+		reply, err := target.do(argv(args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reply
+	}
+	names := func(target *diffTarget, filter ...string) map[string]bool {
+		_, elems, ok := arrayElements(do(target, append([]string{"COMMAND", "LIST"}, filter...)...))
+		if !ok {
+			t.Fatalf("%s: COMMAND LIST is no array", target.name)
+		}
+		out := map[string]bool{}
+		for _, e := range elems {
+			_, name, _ := bytes.Cut(e, []byte("\r\n"))
+			out[string(bytes.TrimSuffix(name, []byte("\r\n")))] = true
+		}
+		return out
+	}
+	theirs, ours := names(d.ref), names(d.sut)
+	shared := 0
+	for name := range ours {
+		if !theirs[name] {
+			continue
+		}
+		shared++
+		head := func(target *diffTarget) [][]byte {
+			_, outer, ok := arrayElements(do(target, "COMMAND", "INFO", name))
+			if !ok || len(outer) != 1 {
+				t.Fatalf("%s: COMMAND INFO %s: %q", target.name, name, outer)
+			}
+			_, info, ok := arrayElements(outer[0])
+			if !ok || len(info) < 7 {
+				t.Fatalf("%s: COMMAND INFO %s: %q", target.name, name, outer[0])
+			}
+			return info[:7]
+		}
+		if got, want := head(d.sut), head(d.ref); !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Errorf("COMMAND INFO %s: %q, redis-server: %q", name, got, want)
+		}
+	}
+	if shared < 100 {
+		t.Fatalf("only %d commands in common", shared)
+	}
+	// COMMAND LIST's filters pick the same commands among those both
+	// have.
+	for _, filter := range [][]string{
+		{"ACLCAT", "transaction"}, {"ACLCAT", "Connection"}, {"ACLCAT", "keyspace"}, {"ACLCAT", "dangerous"},
+		{"ACLCAT", "read"}, {"ACLCAT", "nosuch"}, {"MODULE", "x"}, {"PATTERN", "*bit*"},
+	} {
+		args := append([]string{"FILTERBY"}, filter...)
+		got, want := names(d.sut, args...), names(d.ref, args...)
+		maps.DeleteFunc(got, func(name string, _ bool) bool { return !theirs[name] })
+		maps.DeleteFunc(want, func(name string, _ bool) bool { return !ours[name] })
+		if !maps.Equal(got, want) {
+			t.Errorf("COMMAND LIST FILTERBY %s: %v, redis-server: %v", filter, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+		}
 	}
 }
