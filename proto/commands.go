@@ -581,7 +581,7 @@ var table = []*Spec{
 		Complexity: "O(N), when N is the number of queued commands",
 		Syntax:     ""},
 	{Name: "watch", Arity: -2, Flags: NoScript | Loading | Stale | Fast | AllowBusy, FirstKey: 1, LastKey: -1, Step: 1, Group: "transactions", Since: "2.2.0",
-		Summary:    "Monitor changes to keys to determine execution of a MULTI/EXEC block",
+		Summary:    "Watch the given keys to determine execution of the MULTI/EXEC block",
 		Complexity: "O(1) for every key.",
 		Syntax:     "key [key ...]"},
 	{Name: "unwatch", Arity: 1, Flags: NoScript | Loading | Stale | Fast | AllowBusy, Group: "transactions", Since: "2.2.0",
