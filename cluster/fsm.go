@@ -399,4 +399,11 @@ func FromStore(st *store.Store) StateMachine { return storeMachine{st} }
 
 type storeMachine struct{ *store.Store }
 
-func (m storeMachine) Snapshot() Snapshot { return m.Store.Snapshot() }
+func (m storeMachine) Snapshot() Snapshot { return replicaSnapshot{m.Store.Snapshot()} }
+
+// replicaSnapshot is a store's snapshot whose digest covers the keys'
+// versions too (see store.Snapshot.ReplicaDigest).
+type replicaSnapshot struct{ *store.Snapshot }
+
+// Digest implements Snapshot.
+func (s replicaSnapshot) Digest() uint64 { return s.Snapshot.ReplicaDigest() }

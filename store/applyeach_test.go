@@ -106,10 +106,12 @@ func TestApplyEachAnswersEachBatch(t *testing.T) {
 // bad offsets, values and TTLs inside runs, rules that change between
 // runs, runs that create their key or find it expired, runs broken by
 // other commands on the key or in databases that do not exist, runs
-// over many containers, and heartbeats on keys at random included.
+// over many containers, and heartbeats on keys at random included. Run as
+// one batch or as a batch per command in one Apply, as a leader and its
+// followers apply an entry, the keys' versions are the same too.
 func TestHeartbeatRunsAreCommands(t *testing.T) {
 	rnd := rand.New(rand.NewSource(3))
-	batched, single := New(), New()
+	batched, single, split := New(), New(), New()
 	var gotEvents, wantEvents []string
 	sinkTo := func(events *[]string) EventSink {
 		return func(db int, key []byte, kind EventKind, off uint64) {
@@ -217,6 +219,14 @@ func TestHeartbeatRunsAreCommands(t *testing.T) {
 		}
 		if batched.Digest() != single.Digest() {
 			t.Fatalf("step %d: states differ", i)
+		}
+		each, outs := make([][]Command, len(b)), make([]*Replies, len(b))
+		for j, cmd := range b {
+			each[j], outs[j] = []Command{cmd}, new(Replies)
+		}
+		split.ApplyEach(now, each, outs, nil)
+		if batched.Snapshot().ReplicaDigest() != split.Snapshot().ReplicaDigest() {
+			t.Fatalf("step %d: the keys' versions depend on how the commands ran", i)
 		}
 		if !reflect.DeepEqual(gotHist.calls, wantHist.calls) {
 			t.Fatalf("step %d: batched history %v, one at a time %v", i, gotHist.calls, wantHist.calls)

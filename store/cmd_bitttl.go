@@ -251,6 +251,7 @@ func (c *ctx) armRun(cmds []Command, out *Replies) {
 	}
 	e := c.get(key)
 	var offs [warmChunk]uint64
+	wrote := false // a command of the run set its bit, as exec would
 	for len(cmds) > 0 {
 		chunk := cmds[:min(len(cmds), warmChunk)]
 		cmds = cmds[len(chunk):]
@@ -271,6 +272,7 @@ func (c *ctx) armRun(cmds []Command, out *Replies) {
 				if e == nil {
 					e = c.put(key, value{})
 				}
+				wrote = true
 				// BITSETEX replies whether the bit joined, SETBIT with
 				// the bit's old value.
 				c.w.Bit(c.setArmed(e, key, offs[i], at) != setbit)
@@ -280,6 +282,8 @@ func (c *ctx) armRun(cmds []Command, out *Replies) {
 	}
 	if e != nil {
 		c.s.scheduleBitsLocked(c.dbIndex, e)
+	}
+	if wrote {
 		c.touch(c.dbIndex, key)
 	}
 	c.mark(c.dbIndex, key)

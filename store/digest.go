@@ -99,3 +99,11 @@ func (d *digester) bits(bm *roaring.Bitmap) {
 		d.h.Write(d.buf)
 	}
 }
+
+// ReplicaDigest returns the digest (see Digest) combined with the keys'
+// versions (see watch.go): the whole state replicas must agree on, since
+// the versions decide WATCH's checks. Unlike the digest, it tells apart
+// stores that reached one state through different changes.
+func (sn *Snapshot) ReplicaDigest() uint64 {
+	return xxhash.Sum64(binary.LittleEndian.AppendUint64(appendVersions(nil, &sn.vers), sn.Digest()))
+}

@@ -173,6 +173,7 @@ func (s *Store) Changes() uint64 { return s.changes.Load() }
 // the context when done. Handlers take the context by pointer, which would move it to
 // the heap on every batch; the write lock makes one per store enough.
 func (s *Store) startApply(now int64) *ctx {
+	s.mu.versions.next()
 	if now < s.mu.now {
 		now = s.mu.now // log time never runs backwards
 	}

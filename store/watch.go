@@ -10,11 +10,15 @@ import (
 )
 
 // Versions let WATCH find out whether a key changed between the WATCH and
-// the EXEC, on whichever node each runs: every change of a key (a write
-// command's, expiry's) takes a new number from a counter and stamps it on
-// the key's bucket, one of versionBuckets that keys hash to, and FLUSHDB,
-// FLUSHALL and SWAPDB stamp their databases. A key's version is the
-// later of its bucket's stamp and its database's. WATCH reads it, and
+// the EXEC, on whichever node each runs: each Apply (a log entry) takes
+// the next number of a counter, and every change of a key in it (a write
+// command's, expiry's) stamps that number on the key's bucket, one of
+// versionBuckets that keys hash to; FLUSHDB, FLUSHALL and SWAPDB stamp
+// their databases. A key's version is the later of its bucket's stamp
+// and its database's. The stamps depend only on which keys each entry
+// changed, not on how many times or by which path a change was made
+// (one SETBIT after another or a run of them at once, one batch or the
+// concatenation of an entry's batches), so replicas agree on them. WATCH reads it, and
 // EXEC sends it back in a WATCHCHECK command ahead of the transaction's
 // commands: the check runs where the transaction runs, in log order, so
 // every replica decides alike. The versions are part of the state: they
@@ -23,7 +27,7 @@ import (
 // key that is not itself written), which a client retries as any failed
 // EXEC.
 type versions struct {
-	last    uint64
+	last    uint64 // the number of the latest Apply
 	buckets [versionBuckets]uint64
 	dbs     [NumDBs]uint64
 }
@@ -40,15 +44,17 @@ func bucketOf(db int, key []byte) int {
 	return int((xxhash.Sum64(key) + uint64(db)*0x9e3779b97f4a7c15) >> (64 - versionBits))
 }
 
-// touch records a change of key in database db.
+// next starts the stamps of a new Apply.
+func (v *versions) next() { v.last++ }
+
+// touch records a change of key in database db by the running Apply.
 func (v *versions) touch(db int, key []byte) {
-	v.last++
 	v.buckets[bucketOf(db, key)] = v.last
 }
 
-// touchDB records a change of every key of database db.
+// touchDB records a change of every key of database db by the running
+// Apply.
 func (v *versions) touchDB(db int) {
-	v.last++
 	v.dbs[db] = v.last
 }
 
