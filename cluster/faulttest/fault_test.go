@@ -4,6 +4,7 @@ package faulttest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -161,8 +162,11 @@ func randomInput(rng *rand.Rand, gen int, val string) input {
 		return in
 	case k < 4:
 		in := input{kind: opSet, key: fmt.Sprintf("register:%d:%d", gen, k-2), value: val}
-		if p < 50 {
+		switch {
+		case p < 40:
 			in.kind = opGet
+		case p < 70:
+			in.kind = opCas
 		}
 		return in
 	case k < 6:
@@ -208,9 +212,42 @@ func invoke(h *history, rdb *redis.Client, in input) record {
 		r.out.n, err = rdb.GetBit(ctx, in.key, in.offset).Result()
 	case opBitCount:
 		r.out.n, err = rdb.BitCount(ctx, in.key, nil).Result()
+	case opCas:
+		return invokeCas(h, rdb, r)
 	}
 	r.ret = h.now()
 	r.outcome, r.reason = classify(err)
+	return r
+}
+
+// invokeCas runs a CAS, go-redis's optimistic transaction: WATCH, GET,
+// MULTI, SET, EXEC. An error before EXEC was sent is a definite failure;
+// an EXEC that fails for the watch is a CAS that returned false.
+func invokeCas(h *history, rdb *redis.Client, r record) record {
+	ctx := context.Background()
+	sent := false
+	err := rdb.Watch(ctx, func(tx *redis.Tx) error {
+		v, err := tx.Get(ctx, r.in.key).Result()
+		if err != nil && err != redis.Nil {
+			return err
+		}
+		r.out.s, r.out.missing = v, err == redis.Nil
+		sent = true
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, r.in.key, r.in.value, 0)
+			return nil
+		})
+		return err
+	}, r.in.key)
+	r.ret = h.now()
+	r.out.swapped = err == nil
+	if errors.Is(err, redis.TxFailedErr) {
+		err = nil
+	}
+	r.outcome, r.reason = classify(err)
+	if err != nil && !sent {
+		r.outcome = failed
+	}
 	return r
 }
 

@@ -152,7 +152,9 @@ func (h *history) operations() []porcupine.Operation {
 		case r.outcome == unknown && r.in.kind == opIncr:
 			ops = append(ops, porcupine.Operation{ClientId: r.client, Input: r.in, Call: r.call, Output: output{unknown: true}, Return: r.call})
 		case r.outcome == unknown && r.in.kind.write():
-			ops = append(ops, porcupine.Operation{ClientId: r.client, Input: r.in, Call: r.call, Output: output{unknown: true}, Return: end})
+			// What a CAS's GET saw is known: its EXEC is not.
+			out := output{unknown: true, s: r.out.s, missing: r.out.missing}
+			ops = append(ops, porcupine.Operation{ClientId: r.client, Input: r.in, Call: r.call, Output: out, Return: end})
 		}
 	}
 	return ops

@@ -21,15 +21,16 @@ const (
 	opSetBit
 	opGetBit
 	opBitCount
+	opCas
 	numKinds
 )
 
-var kindNames = [numKinds]string{"GET", "SET", "INCR", "SETBIT", "GETBIT", "BITCOUNT"}
+var kindNames = [numKinds]string{"GET", "SET", "INCR", "SETBIT", "GETBIT", "BITCOUNT", "CAS"}
 
 func (k opKind) String() string { return kindNames[k] }
 
 // write reports whether k changes the key.
-func (k opKind) write() bool { return k == opSet || k == opIncr || k == opSetBit }
+func (k opKind) write() bool { return k == opSet || k == opIncr || k == opSetBit || k == opCas }
 
 // input is an operation as a client invoked it.
 type input struct {
@@ -37,7 +38,7 @@ type input struct {
 	key    string
 	offset int64  // SETBIT, GETBIT
 	bit    int    // SETBIT
-	value  string // SET
+	value  string // SET, CAS
 }
 
 // output is an operation's result.
@@ -46,8 +47,9 @@ type output struct {
 	// have happened, and any result is accepted.
 	unknown bool
 	n       int64  // INCR's new value, SETBIT's old bit, GETBIT, BITCOUNT
-	s       string // GET
+	s       string // GET, and the GET of CAS
 	missing bool   // GET of a missing key
+	swapped bool   // CAS's EXEC ran its SET
 }
 
 // state is a key's value: a Redis string, as every command of the
@@ -116,6 +118,18 @@ func step(s state, in input, out output) (bool, state) {
 		return out.n == bitAt(s.v, in.offset), s
 	case opBitCount:
 		return out.n == popCount(s.v), s
+	case opCas:
+		// WATCH, GET, MULTI, SET, EXEC: the SET runs only if nothing
+		// changed the key since the WATCH, so when it runs the key
+		// still holds what the GET saw; when EXEC fails the
+		// operation was that GET.
+		seen := out.missing == !s.exists && out.s == s.v
+		switch {
+		case out.unknown && seen, out.swapped:
+			return seen, state{v: in.value, exists: true}
+		default:
+			return seen || out.unknown, s
+		}
 	}
 	return false, s
 }
@@ -199,6 +213,12 @@ func describe(in input, out output) string {
 		call = fmt.Sprintf("SETBIT %s %d %d", in.key, in.offset, in.bit)
 	case opGetBit:
 		call = fmt.Sprintf("GETBIT %s %d", in.key, in.offset)
+	case opCas:
+		seen := strconv.Quote(out.s)
+		if out.missing {
+			seen = "(nil)"
+		}
+		call = fmt.Sprintf("CAS %s %s -> %s", in.key, in.value, seen)
 	default:
 		call = in.kind.String() + " " + in.key
 	}
@@ -207,6 +227,8 @@ func describe(in input, out output) string {
 		return call + " -> ?"
 	case in.kind == opSet:
 		return call + " -> OK"
+	case in.kind == opCas:
+		return call + " -> " + strconv.FormatBool(out.swapped)
 	case in.kind == opGet && out.missing:
 		return call + " -> (nil)"
 	case in.kind == opGet:

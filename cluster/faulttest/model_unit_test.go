@@ -15,13 +15,18 @@ func op(client int, call, ret int64, in input, out output) porcupine.Operation {
 
 // TestModel checks that the model accepts linearizable histories and
 // rejects the anomalies the fault test looks for: a stale read, a lost
-// acknowledged write, a write that failed definitely but took effect.
+// acknowledged write, a write that failed definitely but took effect, a
+// compare-and-set (WATCH ... EXEC) that swapped from a value overwritten
+// before.
 func TestModel(t *testing.T) {
 	incr := input{kind: opIncr, key: "c"}
 	get := input{kind: opGet, key: "c"}
 	setbit := func(off int64, b int) input { return input{kind: opSetBit, key: "b", offset: off, bit: b} }
 	getbit := func(off int64) input { return input{kind: opGetBit, key: "b", offset: off} }
 	count := input{kind: opBitCount, key: "b"}
+	reg := input{kind: opGet, key: "r"}
+	set := func(v string) input { return input{kind: opSet, key: "r", value: v} }
+	cas := func(v string) input { return input{kind: opCas, key: "r", value: v} }
 	cases := []struct {
 		name string
 		ok   bool
@@ -80,6 +85,34 @@ func TestModel(t *testing.T) {
 		}},
 		{"dropped failed write took effect", false, []porcupine.Operation{
 			op(1, 1, 2, getbit(3), output{n: 1}),
+		}},
+		{"compare and set", true, []porcupine.Operation{
+			op(0, 0, 1, set("a"), output{}),
+			op(0, 2, 3, cas("b"), output{s: "a", swapped: true}),
+			op(1, 4, 5, cas("c"), output{s: "b"}), // failed: another change raced it
+			op(1, 6, 7, reg, output{s: "b"}),
+		}},
+		{"two swaps from one value", false, []porcupine.Operation{
+			op(0, 0, 1, set("a"), output{}),
+			op(0, 2, 3, cas("b"), output{s: "a", swapped: true}),
+			op(1, 4, 5, cas("c"), output{s: "a", swapped: true}),
+		}},
+		{"a swap from a value the key did not hold", false, []porcupine.Operation{
+			op(0, 0, 1, cas("b"), output{s: "a", swapped: true}),
+		}},
+		{"a failed swap saw a value the key did not hold", false, []porcupine.Operation{
+			op(0, 0, 1, set("a"), output{}),
+			op(1, 2, 3, cas("b"), output{s: "x"}),
+		}},
+		{"a swap of unknown outcome, seen or not", true, []porcupine.Operation{
+			op(0, 0, 100, cas("b"), output{missing: true, unknown: true}),
+			op(1, 1, 2, reg, output{missing: true}),
+			op(1, 3, 4, reg, output{s: "b"}),
+		}},
+		{"a swap of unknown outcome from another value", false, []porcupine.Operation{
+			op(0, 0, 1, set("a"), output{}),
+			op(0, 2, 100, cas("b"), output{s: "x", unknown: true}),
+			op(1, 3, 4, reg, output{s: "b"}),
 		}},
 		{"bit cleared", false, []porcupine.Operation{
 			op(0, 0, 1, setbit(3, 1), output{n: 0}),
