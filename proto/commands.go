@@ -117,8 +117,20 @@ type Spec struct {
 	// FirstKey, LastKey and Step locate the key arguments (LastKey -1: up
 	// to the last argument), as in COMMAND INFO.
 	FirstKey, LastKey, Step int
-	// Group, Since, Summary and Complexity are the COMMAND DOCS fields.
+	// Group, Since, Summary and Complexity are the COMMAND DOCS fields; a
+	// subcommand without Since or Complexity has its parent's.
 	Group, Since, Summary, Complexity string
+	// History lists the changes of the command as COMMAND DOCS gives
+	// them: the version, then what changed.
+	History [][2]string
+	// DocFlags, DeprecatedSince and ReplacedBy are COMMAND DOCS's
+	// doc_flags ("deprecated", "syscmd"), deprecated_since and
+	// replaced_by.
+	DocFlags                    []string
+	DeprecatedSince, ReplacedBy string
+	// ArgSince gives, by argument name, the version that added an
+	// argument the command did not have from the start.
+	ArgSince map[string]string
 	// Syntax is the argument synopsis as Redis's documentation writes it,
 	// e.g. "key [start end [BYTE | BIT]]"; COMMAND DOCS derives the
 	// argument list from it.
@@ -188,7 +200,13 @@ var byName = func() map[string]*Spec {
 		m[c.Name] = c
 		for _, s := range c.Subcommands {
 			s.Parent = c
-			s.Group, s.Since, s.Complexity = c.Group, c.Since, c.Complexity
+			s.Group = c.Group
+			if s.Since == "" {
+				s.Since = c.Since
+			}
+			if s.Complexity == "" {
+				s.Complexity = c.Complexity
+			}
 			s.Stat = len(Counted)
 			Counted = append(Counted, s)
 		}
@@ -222,10 +240,12 @@ var table = []*Spec{
 		Complexity: "O(1)",
 		Syntax:     "key offset"},
 	{Name: "bitcount", Arity: -2, Flags: ReadOnly, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "2.6.0",
+		ArgSince: map[string]string{"index_unit": "7.0.0"}, History: [][2]string{{"7.0.0", "Added the `BYTE|BIT` option."}},
 		Summary:    "Count set bits in a string",
 		Complexity: "O(N)",
 		Syntax:     "key [start end [BYTE | BIT]]"},
 	{Name: "bitpos", Arity: -3, Flags: ReadOnly, FirstKey: 1, LastKey: 1, Step: 1, Group: "bitmap", Since: "2.8.7",
+		ArgSince: map[string]string{"index_unit": "7.0.0"}, History: [][2]string{{"7.0.0", "Added the `BYTE|BIT` option."}},
 		Summary:    "Find first bit set or clear in a string",
 		Complexity: "O(N)",
 		Syntax:     "key bit [start [end [BYTE | BIT]]]"},
@@ -287,6 +307,7 @@ var table = []*Spec{
 		Complexity: "O(1)",
 		Syntax:     "key"},
 	{Name: "set", Arity: -3, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
+		ArgSince: map[string]string{"condition": "2.6.12", "get": "6.2.0", "seconds": "2.6.12", "milliseconds": "2.6.12", "unix-time-seconds": "6.2.0", "unix-time-milliseconds": "6.2.0", "keepttl": "6.0.0"}, History: [][2]string{{"2.6.12", "Added the `EX`, `PX`, `NX` and `XX` options."}, {"6.0.0", "Added the `KEEPTTL` option."}, {"6.2.0", "Added the `GET`, `EXAT` and `PXAT` option."}, {"7.0.0", "Allowed the `NX` and `GET` options to be used together."}},
 		Summary:    "Set the string value of a key",
 		Complexity: "O(1)",
 		Syntax:     "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]"},
@@ -323,6 +344,7 @@ var table = []*Spec{
 		Complexity: "O(1)",
 		Syntax:     "key value"},
 	{Name: "getset", Arity: 3, Flags: Write | DenyOOM | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
+		DocFlags: []string{"deprecated"}, DeprecatedSince: "6.2.0", ReplacedBy: "`SET` with the `!GET` argument",
 		Summary:    "Set the string value of a key and return its old value",
 		Complexity: "O(1)",
 		Syntax:     "key value"},
@@ -339,6 +361,7 @@ var table = []*Spec{
 		Complexity: "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",
 		Syntax:     "key start end"},
 	{Name: "substr", Arity: 4, Flags: ReadOnly, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
+		DocFlags: []string{"deprecated"}, DeprecatedSince: "2.0.0", ReplacedBy: "`GETRANGE`",
 		Summary:    "Get a substring of the string stored at a key",
 		Complexity: "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",
 		Syntax:     "key start end"},
@@ -371,6 +394,7 @@ var table = []*Spec{
 		Complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
 		Syntax:     "key [key ...]"},
 	{Name: "exists", Arity: -2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "1.0.0",
+		History:    [][2]string{{"3.0.3", "Accepts multiple `key` arguments."}},
 		Summary:    "Determine if a key exists",
 		Complexity: "O(N) where N is the number of keys to check.",
 		Syntax:     "key [key ...]"},
@@ -383,6 +407,7 @@ var table = []*Spec{
 		Complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
 		Syntax:     "pattern"},
 	{Name: "scan", Arity: -2, Flags: ReadOnly, Group: "generic", Since: "2.8.0",
+		ArgSince: map[string]string{"type": "6.0.0"}, History: [][2]string{{"6.0.0", "Added the `TYPE` subcommand."}},
 		Summary:    "Incrementally iterate the keys space",
 		Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
 		Syntax:     "cursor [MATCH pattern] [COUNT count] [TYPE type]"},
@@ -399,6 +424,7 @@ var table = []*Spec{
 		Complexity: "O(1)",
 		Syntax:     "key newkey"},
 	{Name: "renamenx", Arity: 3, Flags: Write | Fast, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "1.0.0",
+		History:    [][2]string{{"3.2.0", "The command no longer returns an error when source and destination names are the same."}},
 		Summary:    "Rename a key, only if the new key does not exist",
 		Complexity: "O(1)",
 		Syntax:     "key newkey"},
@@ -411,26 +437,32 @@ var table = []*Spec{
 		Complexity: "O(1)",
 		Syntax:     "key db"},
 	{Name: "expire", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "1.0.0",
+		ArgSince: map[string]string{"condition": "7.0.0"}, History: [][2]string{{"7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`."}},
 		Summary:    "Set a key's time to live in seconds",
 		Complexity: "O(1)",
 		Syntax:     "key seconds [NX | XX | GT | LT]"},
 	{Name: "pexpire", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "2.6.0",
+		ArgSince: map[string]string{"condition": "7.0.0"}, History: [][2]string{{"7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`."}},
 		Summary:    "Set a key's time to live in milliseconds",
 		Complexity: "O(1)",
 		Syntax:     "key milliseconds [NX | XX | GT | LT]"},
 	{Name: "expireat", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "1.2.0",
+		ArgSince: map[string]string{"condition": "7.0.0"}, History: [][2]string{{"7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`."}},
 		Summary:    "Set the expiration for a key as a UNIX timestamp",
 		Complexity: "O(1)",
 		Syntax:     "key unix-time-seconds [NX | XX | GT | LT]"},
 	{Name: "pexpireat", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "2.6.0",
+		ArgSince: map[string]string{"condition": "7.0.0"}, History: [][2]string{{"7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`."}},
 		Summary:    "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
 		Complexity: "O(1)",
 		Syntax:     "key unix-time-milliseconds [NX | XX | GT | LT]"},
 	{Name: "ttl", Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "1.0.0",
+		History:    [][2]string{{"2.8.0", "Added the -2 reply."}},
 		Summary:    "Get the time to live for a key in seconds",
 		Complexity: "O(1)",
 		Syntax:     "key"},
 	{Name: "pttl", Arity: 2, Flags: ReadOnly | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "2.6.0",
+		History:    [][2]string{{"2.8.0", "Added the -2 reply."}},
 		Summary:    "Get the time to live for a key in milliseconds",
 		Complexity: "O(1)",
 		Syntax:     "key"},
@@ -455,17 +487,19 @@ var table = []*Spec{
 		Complexity: "Depends on subcommand.",
 
 		Subcommands: []*Spec{
-			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
-			{Name: "idletime", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Get the time since a Redis object was last accessed", Syntax: "key"},
-			{Name: "freq", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Get the logarithmic access frequency counter of a Redis object", Syntax: "key"},
-			{Name: "encoding", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Inspect the internal encoding of a Redis object", Syntax: "key"},
-			{Name: "refcount", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Get the number of references to the value of the key", Syntax: "key"},
+			{Name: "help", Since: "6.2.0", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "idletime", Complexity: "O(1)", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Get the time since a Redis object was last accessed", Syntax: "key"},
+			{Name: "freq", Since: "4.0.0", Complexity: "O(1)", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Get the logarithmic access frequency counter of a Redis object", Syntax: "key"},
+			{Name: "encoding", Complexity: "O(1)", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Inspect the internal encoding of a Redis object", Syntax: "key"},
+			{Name: "refcount", Complexity: "O(1)", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Get the number of references to the value of the key", Syntax: "key"},
 		}},
 	{Name: "flushdb", Arity: -1, Flags: Write, ACL: CatKeyspace | CatDangerous, Group: "server", Since: "1.0.0",
+		ArgSince: map[string]string{"async": "4.0.0", "sync": "6.2.0"}, History: [][2]string{{"4.0.0", "Added the `ASYNC` flushing mode modifier."}, {"6.2.0", "Added the `SYNC` flushing mode modifier."}},
 		Summary:    "Remove all keys from the current database",
 		Complexity: "O(N) where N is the number of keys in the selected database",
 		Syntax:     "[ASYNC | SYNC]"},
 	{Name: "flushall", Arity: -1, Flags: Write, ACL: CatKeyspace | CatDangerous, Group: "server", Since: "1.0.0",
+		ArgSince: map[string]string{"async": "4.0.0", "sync": "6.2.0"}, History: [][2]string{{"4.0.0", "Added the `ASYNC` flushing mode modifier."}, {"6.2.0", "Added the `SYNC` flushing mode modifier."}},
 		Summary:    "Remove all keys from all databases",
 		Complexity: "O(N) where N is the total number of keys in all databases",
 		Syntax:     "[ASYNC | SYNC]"},
@@ -490,10 +524,12 @@ var table = []*Spec{
 		Complexity: "O(1)",
 		Syntax:     ""},
 	{Name: "auth", Arity: -2, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Group: "connection", Since: "1.0.0",
+		ArgSince: map[string]string{"username": "6.0.0"}, History: [][2]string{{"6.0.0", "Added ACL style (username and password)."}},
 		Summary:    "Authenticate to the server",
 		Complexity: "O(N) where N is the number of passwords defined for the user",
 		Syntax:     "[username] password"},
 	{Name: "hello", Arity: -1, Flags: NoScript | Loading | Stale | Fast | NoAuth | AllowBusy, Group: "connection", Since: "6.0.0",
+		History:    [][2]string{{"6.2.0", "`protover` made optional; when called without arguments the command reports the current connection's context."}},
 		Summary:    "Handshake with Redis",
 		Complexity: "O(1)",
 		Syntax:     "[protover [AUTH username password] [SETNAME clientname]]"},
@@ -502,13 +538,13 @@ var table = []*Spec{
 		Complexity: "Depends on subcommand.",
 
 		Subcommands: []*Spec{
-			{Name: "id", Arity: 2, Flags: NoScript | Loading | Stale, Summary: "Returns the client ID for the current connection"},
-			{Name: "getname", Arity: 2, Flags: NoScript | Loading | Stale, Summary: "Get the current connection name"},
-			{Name: "setname", Arity: 3, Flags: NoScript | Loading | Stale, Summary: "Set the current connection name", Syntax: "connection-name"},
-			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
-			{Name: "info", Arity: 2, Flags: NoScript | Loading | Stale, Summary: "Returns information about the current client connection."},
+			{Name: "id", Since: "5.0.0", Complexity: "O(1)", Arity: 2, Flags: NoScript | Loading | Stale, Summary: "Returns the client ID for the current connection"},
+			{Name: "getname", Since: "2.6.9", Complexity: "O(1)", Arity: 2, Flags: NoScript | Loading | Stale, Summary: "Get the current connection name"},
+			{Name: "setname", Since: "2.6.9", Complexity: "O(1)", Arity: 3, Flags: NoScript | Loading | Stale, Summary: "Set the current connection name", Syntax: "connection-name"},
+			{Name: "help", Since: "5.0.0", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "info", Since: "6.2.0", Complexity: "O(1)", Arity: 2, Flags: NoScript | Loading | Stale, Summary: "Returns information about the current client connection."},
 			{Name: "setinfo", Arity: 4, Flags: NoScript | Loading | Stale, Summary: "Set client or connection specific info", Syntax: "LIB-NAME libname | LIB-VER libver"},
-			{Name: "list", Arity: -2, Flags: Admin | NoScript | Loading | Stale, Summary: "Get the list of client connections", Syntax: "[TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] [ID client-id [client-id ...]]"},
+			{Name: "list", ArgSince: map[string]string{"normal_master_replica_pubsub": "5.0.0", "id": "6.2.0"}, Complexity: "O(N) where N is the number of client connections", History: [][2]string{{"2.8.12", "Added unique client `id` field."}, {"5.0.0", "Added optional `TYPE` filter."}, {"6.0.0", "Added `user` field."}, {"6.2.0", "Added `argv-mem`, `tot-mem`, `laddr` and `redir` fields and the optional `ID` filter."}, {"7.0.0", "Added `resp`, `multi-mem`, `rbs` and `rbp` fields."}, {"7.0.3", "Added `ssub` field."}}, Arity: -2, Flags: Admin | NoScript | Loading | Stale, Summary: "Get the list of client connections", Syntax: "[TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] [ID client-id [client-id ...]]"},
 		}},
 	{Name: "select", Arity: 2, Flags: Loading | Stale | Fast, Group: "connection", Since: "1.0.0",
 		Summary:    "Change the selected database for the current connection",
@@ -519,23 +555,24 @@ var table = []*Spec{
 		Complexity: "O(N) where N is the total number of Redis commands",
 
 		Subcommands: []*Spec{
-			{Name: "help", Arity: 2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Show helpful text about the different subcommands"},
-			{Name: "count", Arity: 2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get total number of Redis commands"},
-			{Name: "docs", Arity: -2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get array of specific Redis command documentation", Syntax: "[command-name [command-name ...]]"},
-			{Name: "info", Arity: -2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get array of specific Redis command details, or all when no argument is given.", Syntax: "[command-name [command-name ...]]"},
-			{Name: "list", Arity: -2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get an array of Redis command names", Syntax: "[FILTERBY <MODULE module-name | ACLCAT category | PATTERN pattern>]"},
+			{Name: "help", Since: "5.0.0", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Show helpful text about the different subcommands"},
+			{Name: "count", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get total number of Redis commands"},
+			{Name: "docs", Since: "7.0.0", Complexity: "O(N) where N is the number of commands to look up", Arity: -2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get array of specific Redis command documentation", Syntax: "[command-name [command-name ...]]"},
+			{Name: "info", Complexity: "O(N) where N is the number of commands to look up", History: [][2]string{{"7.0.0", "Allowed to be called with no argument to get info on all commands."}}, Arity: -2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get array of specific Redis command details, or all when no argument is given.", Syntax: "[command-name [command-name ...]]"},
+			{Name: "list", Since: "7.0.0", Arity: -2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get an array of Redis command names", Syntax: "[FILTERBY <MODULE module-name | ACLCAT category | PATTERN pattern>]"},
 		}},
 	{Name: "config", Arity: -2, Group: "server", Since: "2.0.0",
 		Summary:    "A container for server configuration commands",
 		Complexity: "Depends on subcommand.",
 
 		Subcommands: []*Spec{
-			{Name: "resetstat", Arity: 2, Flags: Admin | NoScript | Loading | Stale, Summary: "Reset the stats returned by INFO"},
-			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
-			{Name: "get", Arity: -3, Flags: Admin | NoScript | Loading | Stale, Summary: "Get the values of configuration parameters", Syntax: "parameter [parameter ...]"},
-			{Name: "set", Arity: -4, Flags: Admin | NoScript | Loading | Stale, Summary: "Set configuration parameters to the given values", Syntax: "parameter value [parameter value ...]"},
+			{Name: "resetstat", Complexity: "O(1)", Arity: 2, Flags: Admin | NoScript | Loading | Stale, Summary: "Reset the stats returned by INFO"},
+			{Name: "help", Since: "5.0.0", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "get", Complexity: "O(N) when N is the number of configuration parameters provided", History: [][2]string{{"7.0.0", "Added the ability to pass multiple pattern parameters in one call"}}, Arity: -3, Flags: Admin | NoScript | Loading | Stale, Summary: "Get the values of configuration parameters", Syntax: "parameter [parameter ...]"},
+			{Name: "set", Complexity: "O(N) when N is the number of configuration parameters provided", History: [][2]string{{"7.0.0", "Added the ability to set multiple parameters in one call."}}, Arity: -4, Flags: Admin | NoScript | Loading | Stale, Summary: "Set configuration parameters to the given values", Syntax: "parameter value [parameter value ...]"},
 		}},
 	{Name: "info", Arity: -1, Flags: Loading | Stale, ACL: CatDangerous, Group: "server", Since: "1.0.0",
+		History:    [][2]string{{"7.0.0", "Added support for taking multiple section arguments."}},
 		Summary:    "Get information and statistics about the server",
 		Complexity: "O(1)",
 		Syntax:     "[section [section ...]]"},
@@ -543,16 +580,17 @@ var table = []*Spec{
 		Summary:    "A container for slow log commands",
 		Complexity: "Depends on subcommand.",
 		Subcommands: []*Spec{
-			{Name: "get", Arity: -2, Flags: Admin | Loading | Stale, Summary: "Get the slow log's entries", Syntax: "[count]"},
-			{Name: "len", Arity: 2, Flags: Admin | Loading | Stale, Summary: "Get the slow log's length"},
-			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
-			{Name: "reset", Arity: 2, Flags: Admin | Loading | Stale, Summary: "Clear all entries from the slow log"},
+			{Name: "get", Complexity: "O(N) where N is the number of entries returned", History: [][2]string{{"4.0.0", "Added client IP address, port and name to the reply."}}, Arity: -2, Flags: Admin | Loading | Stale, Summary: "Get the slow log's entries", Syntax: "[count]"},
+			{Name: "len", Complexity: "O(1)", Arity: 2, Flags: Admin | Loading | Stale, Summary: "Get the slow log's length"},
+			{Name: "help", Since: "6.2.0", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "reset", Complexity: "O(N) where N is the number of entries in the slowlog", Arity: 2, Flags: Admin | Loading | Stale, Summary: "Clear all entries from the slow log"},
 		}},
 	{Name: "save", Arity: 1, Flags: Admin | NoScript | NoAsyncLoading | NoMulti, Group: "server", Since: "1.0.0",
 		Summary:    "Synchronously save the dataset to disk",
 		Complexity: "O(N) where N is the total number of keys in all databases",
 		Syntax:     ""},
 	{Name: "bgsave", Arity: -1, Flags: Admin | NoScript | NoAsyncLoading, Group: "server", Since: "1.0.0",
+		ArgSince: map[string]string{"schedule": "3.2.2"}, History: [][2]string{{"3.2.2", "Added the `SCHEDULE` option."}},
 		Summary:    "Asynchronously save the dataset to disk",
 		Complexity: "O(1)",
 		Syntax:     "[SCHEDULE]"},
@@ -597,8 +635,8 @@ var table = []*Spec{
 		Complexity: "Depends on subcommand.",
 
 		Subcommands: []*Spec{
-			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
-			{Name: "flush", Arity: -2, Flags: Write | NoScript, Summary: "Deleting all functions", Syntax: "[ASYNC | SYNC]"},
+			{Name: "help", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "flush", Complexity: "O(N) where N is the number of functions deleted", Arity: -2, Flags: Write | NoScript, Summary: "Deleting all functions", Syntax: "[ASYNC | SYNC]"},
 		}},
 	{Name: "subscribe", Arity: -2, Flags: PubSub | NoScript | Loading | Stale, Group: "pubsub", Since: "2.0.0",
 		Summary:    "Listen for messages published to the given channels",
@@ -628,10 +666,10 @@ var table = []*Spec{
 		Complexity: "Depends on subcommand.",
 
 		Subcommands: []*Spec{
-			{Name: "numpat", Arity: 2, Flags: PubSub | Loading | Stale, Summary: "Get the count of unique patterns pattern subscriptions"},
-			{Name: "channels", Arity: -2, Flags: PubSub | Loading | Stale, Summary: "List active channels", Syntax: "[pattern]"},
-			{Name: "numsub", Arity: -2, Flags: PubSub | Loading | Stale, Summary: "Get the count of subscribers for channels", Syntax: "[channel [channel ...]]"},
-			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "numpat", Complexity: "O(1)", Arity: 2, Flags: PubSub | Loading | Stale, Summary: "Get the count of unique patterns pattern subscriptions"},
+			{Name: "channels", Complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)", Arity: -2, Flags: PubSub | Loading | Stale, Summary: "List active channels", Syntax: "[pattern]"},
+			{Name: "numsub", Complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels", Arity: -2, Flags: PubSub | Loading | Stale, Summary: "Get the count of subscribers for channels", Syntax: "[channel [channel ...]]"},
+			{Name: "help", Since: "6.2.0", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
 		}},
 	{Name: "readonly", Arity: 1, Flags: Loading | Stale | Fast, ACL: CatConnection, Group: "cluster", Since: "3.0.0",
 		Summary:    "Enables read queries for a connection to a cluster replica node",
@@ -665,10 +703,12 @@ var table = []*Spec{
 			{Name: "purge", Arity: 3, Flags: Write, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Erase every recorded point of a key", Syntax: "key"},
 		}},
 	{Name: "shutdown", Arity: -1, Flags: Admin | NoScript | Loading | Stale | NoMulti | AllowBusy, Group: "server", Since: "1.0.0",
+		ArgSince: map[string]string{"now": "7.0.0", "force": "7.0.0", "abort": "7.0.0"}, History: [][2]string{{"7.0.0", "Added the `NOW`, `FORCE` and `ABORT` modifiers."}},
 		Summary:    "Synchronously save the dataset to disk and then shut down the server",
 		Complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
 		Syntax:     "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]"},
 	{Name: "debug", Arity: -2, Flags: Admin | NoScript | Loading | Stale, Group: "server", Since: "1.0.0",
+		DocFlags:   []string{"syscmd"},
 		Summary:    "A container for debugging commands",
 		Complexity: "Depends on subcommand.",
 		Syntax:     ""},
@@ -677,8 +717,8 @@ var table = []*Spec{
 		Complexity: "Depends on subcommand.",
 
 		Subcommands: []*Spec{
-			{Name: "purge", Arity: 2, Summary: "Ask the allocator to release memory"},
-			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
-			{Name: "usage", Arity: -3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Estimate the memory usage of a key", Syntax: "key [SAMPLES count]"},
+			{Name: "purge", Complexity: "Depends on how much memory is allocated, could be slow", Arity: 2, Summary: "Ask the allocator to release memory"},
+			{Name: "help", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "usage", Complexity: "O(N) where N is the number of samples.", Arity: -3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Estimate the memory usage of a key", Syntax: "key [SAMPLES count]"},
 		}},
 }

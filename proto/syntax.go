@@ -2,6 +2,7 @@ package proto
 
 import (
 	"errors"
+	"slices"
 	"strings"
 )
 
@@ -42,6 +43,9 @@ type Arg struct {
 	// KeySpecIndex is, for a key, the index of its key specification
 	// (keys in synopsis order); -1 for other arguments.
 	KeySpecIndex int
+	// Since is the version that added the argument, when it came after
+	// the command (see Spec.ArgSince).
+	Since string
 	// Args are the members of a OneOf or Block.
 	Args []Arg
 }
@@ -69,7 +73,21 @@ func (s *Spec) Args() []Arg {
 	if err != nil {
 		return nil
 	}
+	s.dateArgs(args)
 	return args
+}
+
+// dateArgs sets the Since of the arguments, nested ones included, that
+// ArgSince names. Where a group and one of its members share the name
+// (FLUSHDB's async), the member is meant.
+func (s *Spec) dateArgs(args []Arg) {
+	for i := range args {
+		a := &args[i]
+		if !slices.ContainsFunc(a.Args, func(m Arg) bool { return m.Name == a.Name }) {
+			a.Since = s.ArgSince[a.Name]
+		}
+		s.dateArgs(a.Args)
+	}
 }
 
 // ErrSyntaxSynopsis is returned by ParseSyntax for a malformed synopsis.

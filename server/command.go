@@ -164,6 +164,22 @@ func writeCommandDocs(w *proto.Writer, spec *proto.Spec) {
 		{"group", bulkValue(spec.Group)},
 		{"complexity", bulkValue(spec.Complexity)},
 	}
+	if len(spec.DocFlags) > 0 {
+		fields = append(fields, field{"doc_flags", func(w *proto.Writer) { writeSimpleArray(w, spec.DocFlags) }})
+	}
+	if spec.DeprecatedSince != "" {
+		fields = append(fields, field{"deprecated_since", bulkValue(spec.DeprecatedSince)}, field{"replaced_by", bulkValue(spec.ReplacedBy)})
+	}
+	if len(spec.History) > 0 {
+		fields = append(fields, field{"history", func(w *proto.Writer) {
+			w.Array(len(spec.History))
+			for _, h := range spec.History {
+				w.Array(2)
+				w.BulkString(h[0])
+				w.BulkString(h[1])
+			}
+		}})
+	}
 	if args := spec.Args(); len(args) > 0 {
 		fields = append(fields, field{"arguments", func(w *proto.Writer) { writeArgs(w, args) }})
 	}
@@ -191,6 +207,9 @@ func writeArgs(w *proto.Writer, args []proto.Arg) {
 		}
 		if a.Token != "" {
 			fields = append(fields, field{"token", bulkValue(a.Token)})
+		}
+		if a.Since != "" {
+			fields = append(fields, field{"since", bulkValue(a.Since)})
 		}
 		if flags := a.Flags(); len(flags) > 0 {
 			fields = append(fields, field{"flags", func(w *proto.Writer) { writeSimpleArray(w, flags) }})

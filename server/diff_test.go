@@ -324,11 +324,13 @@ func TestFormatCommandRoundTrip(t *testing.T) {
 	}
 }
 
-// TestCommandInfoMatchesRedis compares COMMAND INFO of every command
-// presenced and redis-server both have, up to the key specifications
-// (which presenced leaves empty): name, arity, flags, key positions and
-// ACL categories, in Redis's order.
-func TestCommandInfoMatchesRedis(t *testing.T) {
+// TestCommandIntrospectionMatchesRedis compares, for every command
+// presenced and redis-server both have, COMMAND INFO up to the key
+// specifications (which presenced leaves empty: name, arity, flags, key
+// positions and ACL categories, in Redis's order) and COMMAND DOCS
+// field by field, a container's subcommands apart; and COMMAND LIST's
+// filters among those commands.
+func TestCommandIntrospectionMatchesRedis(t *testing.T) {
 	d := newDiffer(t)
 	do := func(target *diffTarget, args ...string) []byte {
 		reply, err := target.do(argv(args...))
@@ -337,42 +339,68 @@ func TestCommandInfoMatchesRedis(t *testing.T) {
 		}
 		return reply
 	}
-	names := func(target *diffTarget, filter ...string) map[string]bool {
-		_, elems, ok := arrayElements(do(target, append([]string{"COMMAND", "LIST"}, filter...)...))
+	elements := func(target *diffTarget, what string, raw []byte) [][]byte {
+		_, elems, ok := arrayElements(raw)
 		if !ok {
-			t.Fatalf("%s: COMMAND LIST is no array", target.name)
+			t.Fatalf("%s: %s: %q is no array", target.name, what, raw)
 		}
+		return elems
+	}
+	names := func(target *diffTarget, filter ...string) map[string]bool {
 		out := map[string]bool{}
-		for _, e := range elems {
+		for _, e := range elements(target, "COMMAND LIST", do(target, append([]string{"COMMAND", "LIST"}, filter...)...)) {
 			_, name, _ := bytes.Cut(e, []byte("\r\n"))
 			out[string(bytes.TrimSuffix(name, []byte("\r\n")))] = true
 		}
 		return out
 	}
 	theirs, ours := names(d.ref), names(d.sut)
-	shared := 0
+	var shared []string
 	for name := range ours {
-		if !theirs[name] {
-			continue
-		}
-		shared++
-		head := func(target *diffTarget) [][]byte {
-			_, outer, ok := arrayElements(do(target, "COMMAND", "INFO", name))
-			if !ok || len(outer) != 1 {
-				t.Fatalf("%s: COMMAND INFO %s: %q", target.name, name, outer)
-			}
-			_, info, ok := arrayElements(outer[0])
-			if !ok || len(info) < 7 {
-				t.Fatalf("%s: COMMAND INFO %s: %q", target.name, name, outer[0])
-			}
-			return info[:7]
-		}
-		if got, want := head(d.sut), head(d.ref); !slices.EqualFunc(got, want, bytes.Equal) {
-			t.Errorf("COMMAND INFO %s: %q, redis-server: %q", name, got, want)
+		if theirs[name] {
+			shared = append(shared, name)
 		}
 	}
-	if shared < 100 {
-		t.Fatalf("only %d commands in common", shared)
+	if len(shared) < 100 {
+		t.Fatalf("only %d commands in common", len(shared))
+	}
+	info := func(target *diffTarget, name string) [][]byte {
+		outer := elements(target, "COMMAND INFO "+name, do(target, "COMMAND", "INFO", name))
+		if len(outer) != 1 {
+			t.Fatalf("%s: COMMAND INFO %s: %q", target.name, name, outer)
+		}
+		fields := elements(target, "COMMAND INFO "+name, outer[0])
+		if len(fields) < 7 {
+			t.Fatalf("%s: COMMAND INFO %s: %q", target.name, name, fields)
+		}
+		return fields[:7]
+	}
+	// Redis 7.0 documents CONFIG GET's and PSUBSCRIBE's repeated argument
+	// as a block of one argument; presenced, as the argument repeated.
+	oddArguments := map[string]bool{"config|get": true, "psubscribe": true}
+	docs := func(target *diffTarget, name string) map[string]string {
+		outer := elements(target, "COMMAND DOCS "+name, do(target, "COMMAND", "DOCS", name))
+		if len(outer) != 2 {
+			t.Fatalf("%s: COMMAND DOCS %s: %q", target.name, name, outer)
+		}
+		fields := elements(target, "COMMAND DOCS "+name, outer[1])
+		out := map[string]string{}
+		for i := 0; i+1 < len(fields); i += 2 {
+			out[string(fields[i])] = string(fields[i+1])
+		}
+		delete(out, "$11\r\nsubcommands\r\n")
+		if oddArguments[name] {
+			delete(out, "$9\r\narguments\r\n")
+		}
+		return out
+	}
+	for _, name := range shared {
+		if got, want := info(d.sut, name), info(d.ref, name); !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Errorf("COMMAND INFO %s: %q, redis-server: %q", name, got, want)
+		}
+		if got, want := docs(d.sut, name), docs(d.ref, name); !maps.Equal(got, want) {
+			t.Errorf("COMMAND DOCS %s: %q, redis-server: %q", name, got, want)
+		}
 	}
 	// COMMAND LIST's filters pick the same commands among those both
 	// have.
