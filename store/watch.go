@@ -18,14 +18,16 @@ import (
 // and its database's. The stamps depend only on which keys each entry
 // changed, not on how many times or by which path a change was made
 // (one SETBIT after another or a run of them at once, one batch or the
-// concatenation of an entry's batches), so replicas agree on them. WATCH reads it, and
-// EXEC sends it back in a WATCHCHECK command ahead of the transaction's
-// commands: the check runs where the transaction runs, in log order, so
-// every replica decides alike. The versions are part of the state: they
-// are in snapshots and in the digest. A key sharing its bucket with a
-// key that changed counts as changed (one chance in versionBuckets for a
-// key that is not itself written), which a client retries as any failed
-// EXEC.
+// concatenation of an entry's batches), so replicas agree on them.
+//
+// WATCH reads a key's version, and EXEC sends it back in a WATCHCHECK
+// command ahead of the transaction's commands: the check runs where the
+// transaction runs, in log order, so every replica decides alike. The
+// versions are part of the replicated state: they are in snapshots and
+// in ReplicaDigest, not in the logical Digest. A key sharing its bucket
+// with a key that changed counts as changed (one chance in
+// versionBuckets for a key that is not itself written), which a client
+// retries as any failed EXEC.
 type versions struct {
 	last    uint64 // the number of the latest Apply
 	buckets [versionBuckets]uint64
