@@ -69,7 +69,7 @@ type client struct {
 
 	multi    bool
 	multiErr bool
-	watched  []watchedKey // the keys WATCH follows until EXEC, DISCARD, UNWATCH or RESET
+	watched  []store.Watched // the keys WATCH follows until EXEC, DISCARD, UNWATCH or RESET
 	queued   []queuedCommand
 	// queuedBytes and queuedArgs are the chunks queued commands' copied
 	// arguments are carved from: a follower forwards writes as MULTI

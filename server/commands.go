@@ -339,7 +339,7 @@ func exec(c *client, _ [][]byte) {
 	}
 	next := 0
 	if len(watched) > 0 {
-		batch = append([]store.Command{watchCheck(watched, len(batch))}, batch...)
+		batch = append([]store.Command{store.WatchCheck(len(batch), watched)}, batch...)
 		next = 1
 	}
 	var replies store.Replies

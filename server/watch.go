@@ -1,15 +1,5 @@
 package server
 
-import "github.com/presenced/presenced/store"
-
-// watchedKey is a key that WATCH follows, with the version it had then
-// (see store.KeyVersion).
-type watchedKey struct {
-	db      int
-	key     string
-	version uint64
-}
-
 // watch answers WATCH key [key ...]. It reads each key's version from
 // this node's store as a read does, after the read barrier: a follower
 // that had not applied this connection's last write yet would read a
@@ -28,7 +18,7 @@ func watch(c *client, args [][]byte) {
 	}
 	for _, key := range args[1:] {
 		if !c.watching(c.db, key) {
-			c.watched = append(c.watched, watchedKey{db: c.db, key: string(key), version: c.s.store.KeyVersion(c.db, key)})
+			c.watched = append(c.watched, c.s.store.Watch(c.db, key))
 		}
 	}
 	c.out.OK()
@@ -40,7 +30,7 @@ const errWatchInMulti = "ERR WATCH inside MULTI is not allowed"
 // watching reports whether c watches key of database db.
 func (c *client) watching(db int, key []byte) bool {
 	for _, w := range c.watched {
-		if w.db == db && w.key == string(key) {
+		if w.DB == db && w.Key == string(key) {
 			return true
 		}
 	}
@@ -51,14 +41,4 @@ func (c *client) watching(db int, key []byte) bool {
 func unwatch(c *client, _ [][]byte) {
 	c.watched = nil
 	c.out.OK()
-}
-
-// watchCheck returns the WATCHCHECK of the keys watched, ahead of a
-// transaction of n keyspace commands.
-func watchCheck(watched []watchedKey, n int) store.Command {
-	dbs, keys, vers := make([]int, len(watched)), make([][]byte, len(watched)), make([]uint64, len(watched))
-	for i, w := range watched {
-		dbs[i], keys[i], vers[i] = w.db, []byte(w.key), w.version
-	}
-	return store.WatchCheck(n, dbs, keys, vers)
 }

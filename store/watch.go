@@ -65,21 +65,28 @@ func (v *versions) of(db int, key []byte) uint64 {
 	return max(v.buckets[bucketOf(db, key)], v.dbs[db])
 }
 
-// KeyVersion returns the version of key in database db, for WATCH.
-func (s *Store) KeyVersion(db int, key []byte) uint64 {
+// Watched is a key that WATCH follows, with the version it had then.
+type Watched struct {
+	DB      int
+	Key     string
+	Version uint64
+}
+
+// Watch returns key of database db with its version now, for WATCH.
+func (s *Store) Watch(db int, key []byte) Watched {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.mu.versions.of(db, key)
+	return Watched{DB: db, Key: string(key), Version: s.mu.versions.of(db, key)}
 }
 
 // WatchCheck returns the command that checks, ahead of a transaction of n
-// commands, that none of keys changed since it had its version: keys[i]
-// of database dbs[i] had version vers[i].
-func WatchCheck(n int, dbs []int, keys [][]byte, vers []uint64) Command {
-	args := make([][]byte, 0, 2+3*len(keys))
+// commands, that none of the watched keys changed since it had its
+// version.
+func WatchCheck(n int, watched []Watched) Command {
+	args := make([][]byte, 0, 2+3*len(watched))
 	args = append(args, []byte("WATCHCHECK"), strconv.AppendInt(nil, int64(n), 10))
-	for i, key := range keys {
-		args = append(args, strconv.AppendInt(nil, int64(dbs[i]), 10), key, strconv.AppendUint(nil, vers[i], 10))
+	for _, w := range watched {
+		args = append(args, strconv.AppendInt(nil, int64(w.DB), 10), []byte(w.Key), strconv.AppendUint(nil, w.Version, 10))
 	}
 	return Command{DB: 0, Args: args, Spec: watchCheckSpec}
 }

@@ -7,12 +7,11 @@ import (
 	"testing"
 )
 
-// watchRuns applies, at now, a WATCHCHECK of key in database db at
-// version ver ahead of the commands of lines (in database 0), and one
+// watchRuns applies, at now, a WATCHCHECK of w ahead of the commands of lines (in database 0), and one
 // more SET after them that is not part of the transaction; it returns
 // the replies.
-func watchRuns(s *Store, now int64, db int, key string, ver uint64, lines ...string) []string {
-	cmds := []Command{WatchCheck(len(lines), []int{db}, [][]byte{[]byte(key)}, []uint64{ver})}
+func watchRuns(s *Store, now int64, w Watched, lines ...string) []string {
+	cmds := []Command{WatchCheck(len(lines), []Watched{w})}
 	for _, l := range append(lines, "SET after 1") {
 		cmds = append(cmds, Command{Args: bytesArgs(l)})
 	}
@@ -68,11 +67,11 @@ func TestWatchCheck(t *testing.T) {
 			for _, l := range c.setup {
 				do(s, testNow, l)
 			}
-			ver := s.KeyVersion(c.db, []byte(c.key))
+			w := s.Watch(c.db, []byte(c.key))
 			for _, l := range c.between {
 				do(s, testNow+c.at, l)
 			}
-			got := watchRuns(s, testNow+c.at, c.db, c.key, ver, "SET k tx", "INCR n")
+			got := watchRuns(s, testNow+c.at, w, "SET k tx", "INCR n")
 			want := []string{"+OK\r\n", "+OK\r\n", ":1\r\n", "+OK\r\n"}
 			if c.changed {
 				want = []string{"*-1\r\n", "$-1\r\n", "$-1\r\n", "+OK\r\n"}
@@ -94,20 +93,20 @@ func TestWatchCheckOnReadPath(t *testing.T) {
 	s := New()
 	do(s, testNow, "SET k 1")
 	do(s, testNow, "SET short 1 PX 100")
-	read := func(key string, ver uint64, now int64) string {
+	read := func(w Watched, now int64) string {
 		var out Replies
-		s.Read([]Command{WatchCheck(1, []int{0}, [][]byte{[]byte(key)}, []uint64{ver}), {Args: bytesArgs("GET k")}, {Args: bytesArgs("STRLEN k")}}, now, &out)
+		s.Read([]Command{WatchCheck(1, []Watched{w}), {Args: bytesArgs("GET k")}, {Args: bytesArgs("STRLEN k")}}, now, &out)
 		return string(out.Reply(0)) + string(out.Reply(1)) + string(out.Reply(2))
 	}
-	ver, short := s.KeyVersion(0, []byte("k")), s.KeyVersion(0, []byte("short"))
-	if got := read("k", ver, testNow); got != "+OK\r\n$1\r\n1\r\n:1\r\n" {
+	k, short := s.Watch(0, []byte("k")), s.Watch(0, []byte("short"))
+	if got := read(k, testNow); got != "+OK\r\n$1\r\n1\r\n:1\r\n" {
 		t.Fatalf("unchanged: %q", got)
 	}
-	if got := read("short", short, testNow+101); got != "*-1\r\n$-1\r\n:1\r\n" {
+	if got := read(short, testNow+101); got != "*-1\r\n$-1\r\n:1\r\n" {
 		t.Fatalf("expired, not removed: %q", got)
 	}
 	do(s, testNow, "APPEND k 2")
-	if got := read("k", ver, testNow); got != "*-1\r\n$-1\r\n:2\r\n" {
+	if got := read(k, testNow); got != "*-1\r\n$-1\r\n:2\r\n" {
 		t.Fatalf("changed: %q", got)
 	}
 }
@@ -145,8 +144,8 @@ func TestVersionsInSnapshots(t *testing.T) {
 		t.Fatal("the restored versions differ")
 	}
 	for _, key := range []string{"a", "b", "k", "missing"} {
-		if r.KeyVersion(0, []byte(key)) != s.KeyVersion(0, []byte(key)) || s.KeyVersion(0, []byte(key)) == 0 {
-			t.Fatalf("version of %s: %d restored, %d", key, r.KeyVersion(0, []byte(key)), s.KeyVersion(0, []byte(key)))
+		if got, want := r.Watch(0, []byte(key)), s.Watch(0, []byte(key)); got != want || want.Version == 0 {
+			t.Fatalf("version of %s: %d restored, %d", key, got.Version, want.Version)
 		}
 	}
 	data := snapBytes(t, s)
