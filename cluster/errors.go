@@ -52,6 +52,10 @@ var (
 		"CLUSTERDOWN The cluster is down: this node is shutting down"}
 )
 
+// ErrAlone is Handover's refusal on a leader that is the only voter:
+// nobody can take the leadership over.
+var ErrAlone = memberError("no other voter to hand the leadership to")
+
 // outcomeError maps the error of a write submitted to raft to a cluster
 // error: refused before entering the log (definite), or anything else
 // (unknown outcome).

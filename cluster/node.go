@@ -912,8 +912,7 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 			// change commits, and may do so before it answers the
 			// removal, which would then wait forever: it hands the
 			// leadership over, and the new leader removes it.
-			err := n.raftWait(ctx, func(time.Duration) raft.Future { return n.raft.LeadershipTransfer() })
-			if err != nil {
+			if err := n.Handover(ctx, ""); err != nil {
 				return err
 			}
 			return ErrNotLeader // withLeader asks the new leader
@@ -922,6 +921,61 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 			return n.raft.RemoveServer(raft.ServerID(id), 0, timeout)
 		})
 	})
+}
+
+// Handover hands the leadership to the voter id, or, when id is empty, to
+// the other voter furthest ahead in the log, and returns once this node
+// has stepped down. raft first brings the target's log up to this
+// node's, so no committed write is lost, then has it stand for election
+// at once rather than after its election timeout: writes wait for the
+// hand-over, a few round trips, not for a failover. Meanwhile this node
+// refuses writes with ErrNotLeader, which followers retry. Errors:
+// ErrNotLeader on a node that does not lead, ErrAlone when no other voter
+// exists, a member error when id is not another voter, and raft's error
+// when the target did not take over within the election timeout (this
+// node then leads on).
+func (n *Node) Handover(ctx context.Context, id string) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	servers, err := n.Members()
+	if err != nil {
+		return err
+	}
+	var target *Member
+	others := 0
+	for i, s := range servers {
+		if !s.Voter || s.ID == n.cfg.NodeID {
+			continue
+		}
+		others++
+		if s.ID == id {
+			target = &servers[i]
+		}
+	}
+	switch {
+	case others == 0:
+		return ErrAlone
+	case id != "" && target == nil:
+		return memberError("node %s is not another voter", id)
+	}
+	var f raft.Future
+	if target == nil {
+		f = n.raft.LeadershipTransfer()
+	} else {
+		f = n.raft.LeadershipTransferToServer(raft.ServerID(target.ID), raft.ServerAddress(target.Address))
+	}
+	// A transfer takes no timeout of its own but ends, one way or the
+	// other, within the election timeout or as raft shuts down; ctx may
+	// end the wait sooner, leaving raft to finish it.
+	done := make(chan error, 1)
+	go func() { done <- raftError(f.Error()) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // alreadyMember is the refusal to add node id, a member at addr.
@@ -1002,7 +1056,13 @@ func (n *Node) raftWait(ctx context.Context, op func(timeout time.Duration) raft
 			return context.DeadlineExceeded
 		}
 	}
-	err := op(timeout).Error()
+	return raftError(op(timeout).Error())
+}
+
+// raftError is err, raft's answer to an operation, with raft's refusals
+// from a node that does not lead or has shut down turned into this
+// package's.
+func raftError(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader):
 		return ErrNotLeader

@@ -172,6 +172,66 @@ func TestLeaderFailover(t *testing.T) {
 	}
 }
 
+// TestHandover hands the leadership over in a cluster whose nodes wait an
+// hour before they stand for election on their own: only the hand-over
+// can make another node lead, and it does so at once, with every
+// acknowledged write kept.
+func TestHandover(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		cfg.HeartbeatTimeout = time.Hour
+		cfg.ElectionTimeout = time.Hour
+		cfg.LeaderLeaseTimeout = time.Hour / 2 // shorter: see standNow
+	})
+	old := c.leader()
+	var followers []*testNode
+	for _, tn := range c.nodes {
+		if tn != old {
+			followers = append(followers, tn)
+		}
+	}
+	if err := followers[0].node.Handover(c.ctx, ""); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("hand-over from a follower: %v, want ErrNotLeader", err)
+	}
+	if err := old.node.Handover(c.ctx, old.id); err == nil || !strings.Contains(err.Error(), "is not another voter") {
+		t.Fatalf("hand-over to itself: %v", err)
+	}
+	incr := []store.Command{cmd(0, "INCR", "handed")}
+	if err := old.node.Apply(incr, new(store.Replies)); err != nil {
+		t.Fatal(err)
+	}
+	to := followers[1]
+	if err := old.node.Handover(c.ctx, to.id); err != nil {
+		t.Fatal(err)
+	}
+	if l := c.leader(); l != to {
+		t.Fatalf("%s leads after the hand-over to %s", l.id, to.id)
+	}
+	if err := to.node.Apply(incr, new(store.Replies)); err != nil {
+		t.Fatal(err)
+	}
+	if err := to.node.Handover(c.ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if l := c.leader(); l == to {
+		t.Fatalf("%s leads on after handing over to any voter", l.id)
+	}
+	c.converge()
+	for _, tn := range c.nodes {
+		if got := read(tn.st, cmd(0, "GET", "handed"))[0]; got != "$1\r\n2\r\n" {
+			t.Errorf("%s: GET handed = %q, want 2", tn.id, got)
+		}
+	}
+}
+
+// TestHandoverAlone checks that a lone voter has nobody to hand its
+// leadership to.
+func TestHandoverAlone(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	if err := c.leader().node.Handover(c.ctx, ""); !errors.Is(err, ErrAlone) {
+		t.Fatalf("hand-over of a lone voter: %v, want ErrAlone", err)
+	}
+}
+
 // applyAnywhere applies cmds on the current leader, retrying while no
 // node leads or the write went to a node that stopped leading before
 // taking it: the retry is safe because those writes were not applied.
