@@ -284,6 +284,7 @@ var groupNames = map[string]string{
 	"encoding_offset_write":                           "operation",
 	"module-name_category_pattern":                    "filterby",
 	"libname_libver":                                  "attr",
+	"host_port_force":                                 "target",
 }
 
 // argTypes maps argument names to their types; names not listed are
@@ -295,7 +296,7 @@ var argTypes = map[string]ArgType{
 	"end": ArgInteger, "increment": ArgInteger, "decrement": ArgInteger, "count": ArgInteger,
 	"index": ArgInteger, "index1": ArgInteger, "index2": ArgInteger, "db": ArgInteger,
 	"destination-db": ArgInteger, "cursor": ArgInteger, "protover": ArgInteger,
-	"client-id": ArgInteger, "bit": ArgInteger,
+	"client-id": ArgInteger, "bit": ArgInteger, "port": ArgInteger,
 }
 
 // commandArgTypes are the types that depend on the command: "value" is a

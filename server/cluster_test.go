@@ -535,6 +535,94 @@ func TestRoleAndInfoReplication(t *testing.T) {
 	}
 }
 
+// TestFailover checks FAILOVER's refusals and hand-overs, the hand-over
+// of a leader that stops cleanly, and TIMEOUT's bound on a hand-over to a
+// stopped node, in a cluster whose nodes wait an hour before they stand
+// for election on their own: only a hand-over can move the leadership.
+func TestFailover(t *testing.T) {
+	srvs := startCluster(t, 3, func(c *Config) {
+		c.Cluster.HeartbeatTimeout = time.Hour
+		c.Cluster.ElectionTimeout = time.Hour
+		c.Cluster.LeaderLeaseTimeout = time.Hour / 2
+	})
+	l := clusterLeader(t, srvs)
+	followers := clusterFollowers(srvs, l)
+	dial(t, followers[0].Addr()).expect("-ERR FAILOVER is not valid when server is a replica.\r\n", "FAILOVER")
+	lc := dial(t, l.Addr())
+	host, port := splitAddr(l.Node().RaftAddr())
+	lc.expect("-ERR FAILOVER target HOST and PORT is not a replica.\r\n", "FAILOVER", "TO", host, port)
+	lc.expect("-ERR FAILOVER with force option requires both a timeout and target HOST and IP.\r\n", "FAILOVER", "FORCE")
+	lc.expect("+OK\r\n", "SET", "k", "1")
+
+	to := followers[1]
+	host, port = splitAddr(to.Node().RaftAddr())
+	lc.expect("+OK\r\n", "FAILOVER", "TO", host, port, "TIMEOUT", "5000")
+	if got := clusterLeader(t, srvs); got != to {
+		t.Fatalf("%s leads after FAILOVER TO %s", got.Node().Config().NodeID, to.Node().Config().NodeID)
+	}
+	if role := roleOf(t, l); role[0] != "slave" {
+		t.Errorf("the former leader's ROLE: %#v", role)
+	}
+	lc.expect("-ERR No failover in progress.\r\n", "FAILOVER", "ABORT")
+	dial(t, to.Addr()).expect("+OK\r\n", "FAILOVER")
+	next := clusterLeader(t, srvs)
+	if next == to {
+		t.Fatal("FAILOVER to any replica left the leadership where it was")
+	}
+
+	// A leader that stops cleanly hands its leadership over.
+	if err := next.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rest := clusterFollowers(srvs, next)
+	last := clusterLeader(t, rest)
+	c := dial(t, last.Addr())
+	c.expect(":2\r\n", "INCR", "k")
+
+	// TIMEOUT bounds the wait for a target that never takes over: a
+	// listener that took over the stopped follower's raft address,
+	// accepting connections and never answering.
+	gone := clusterFollowers(rest, last)[0]
+	host, port = splitAddr(gone.Node().RaftAddr())
+	if err := gone.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mute, err := net.Listen("tcp", gone.Node().RaftAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 64)
+	t.Cleanup(func() {
+		mute.Close()
+		for conn := range accepted {
+			conn.Close()
+		}
+	})
+	go func() {
+		defer close(accepted)
+		for {
+			conn, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- conn
+		}
+	}()
+	// The leader's pooled connections to the stopped follower fail first,
+	// each ending one attempt at once.
+	const want = "-ERR FAILOVER aborted: no other node took over within the timeout\r\n"
+	got := ""
+	for range 10 {
+		got = c.do("FAILOVER", "TO", host, port, "TIMEOUT", "100")
+		if !strings.Contains(got, "TimeoutNow RPC") && !strings.Contains(got, "in progress") {
+			break
+		}
+	}
+	if got != want {
+		t.Errorf("FAILOVER to an address that never answers: %q, want %q", got, want)
+	}
+}
+
 // TestRaftDigest checks RAFT DIGEST's fields, and that RAFT INFO, which
 // monitoring polls, leaves the digest out.
 func TestRaftDigest(t *testing.T) {
@@ -738,6 +826,11 @@ func TestNoLeader(t *testing.T) {
 						t.Fatalf("closing %s: %v", s.Node().Config().NodeID, err)
 					}
 				}
+			}
+			// A closing leader may have handed its leadership to the
+			// survivor, which leads alone until its lease runs out.
+			for survivor.Node().IsLeader() {
+				time.Sleep(10 * time.Millisecond)
 			}
 			bound := clusterLeaderWait + time.Second
 			for _, args := range order {

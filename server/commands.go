@@ -43,6 +43,7 @@ func init() {
 		"readonly":  readonly,
 		"readwrite": readwrite,
 		"role":      role,
+		"failover":  failover,
 		"raft":      raftCommand,
 
 		"save":         save,

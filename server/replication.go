@@ -2,13 +2,16 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/presenced/presenced/cluster"
+	"github.com/presenced/presenced/proto"
 )
 
 // followerQueryTimeout bounds how long ROLE and INFO replication wait for
@@ -183,4 +186,102 @@ func (s *Server) infoReplication(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "master_repl_offset:%d\r\nraft_state:%s\r\nraft_term:%d\r\nraft_commit_index:%d\r\nraft_applied_index:%d\r\nraft_last_index:%d\r\n",
 		applied, strings.ToLower(st.State), st.Term, st.CommitIndex, applied, st.LastIndex)
+}
+
+// failover answers FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]
+// with Redis's checks and error texts, and hands the leadership over (see
+// cluster.Node.Handover): to the voter whose raft address, as ROLE gives
+// it, is host:port, or to the voter furthest ahead in the log. Unlike
+// Redis, which answers OK and then fails over, it answers once another
+// node leads, or with the reason it did not; no failover is in progress
+// after it answers, so ABORT finds none. TIMEOUT bounds the wait, which
+// raft bounds anyway by its election timeout; raft never hands the
+// leadership to a node that lacks a committed write, so FORCE changes
+// nothing once checked.
+func failover(c *client, args [][]byte) {
+	if len(args) == 2 && strings.EqualFold(string(args[1]), "abort") {
+		c.out.Error("ERR No failover in progress.")
+		return
+	}
+	var timeout, port int64
+	var host string
+	hasHost, force := false, false
+	for j := 1; j < len(args); j++ {
+		switch a := string(args[j]); {
+		case strings.EqualFold(a, "timeout") && j+1 < len(args) && timeout == 0:
+			t, ok := proto.ParseInt(args[j+1])
+			switch {
+			case !ok:
+				c.out.Error(proto.ErrNotInteger)
+				return
+			case t <= 0:
+				c.out.Error("ERR FAILOVER timeout must be greater than 0")
+				return
+			}
+			timeout = t
+			j++
+		case strings.EqualFold(a, "to") && j+2 < len(args) && !hasHost:
+			p, ok := proto.ParseInt(args[j+2])
+			if !ok {
+				c.out.Error(proto.ErrNotInteger)
+				return
+			}
+			host, port, hasHost = string(args[j+1]), p, true
+			j += 2
+		case strings.EqualFold(a, "force") && !force:
+			force = true
+		default:
+			c.out.Error(proto.ErrSyntax)
+			return
+		}
+	}
+	node := c.s.node
+	if !node.IsLeader() {
+		c.out.Error("ERR FAILOVER is not valid when server is a replica.")
+		return
+	}
+	members, err := node.Members()
+	if err != nil {
+		c.out.Error(replyError(err))
+		return
+	}
+	others, target := 0, ""
+	addr := net.JoinHostPort(host, strconv.FormatInt(port, 10))
+	for _, m := range members {
+		if m.Voter && m.ID != node.Config().NodeID {
+			others++
+			if hasHost && m.Address == addr {
+				target = m.ID
+			}
+		}
+	}
+	switch {
+	case others == 0:
+		c.out.Error("ERR FAILOVER requires connected replicas.")
+		return
+	case force && (timeout == 0 || !hasHost):
+		c.out.Error("ERR FAILOVER with force option requires both a timeout and target HOST and IP.")
+		return
+	case hasHost && target == "":
+		c.out.Error("ERR FAILOVER target HOST and PORT is not a replica.")
+		return
+	}
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if timeout > 0 {
+		ms := min(timeout, math.MaxInt64/int64(time.Millisecond))
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+	}
+	defer cancel()
+	switch err := node.Handover(ctx, target); {
+	case err == nil:
+		c.out.OK()
+	case errors.Is(err, cluster.ErrNotLeader):
+		c.out.Error("ERR FAILOVER is not valid when server is a replica.")
+	case errors.Is(err, cluster.ErrAlone):
+		c.out.Error("ERR FAILOVER requires connected replicas.")
+	case errors.Is(err, context.DeadlineExceeded):
+		c.out.Error("ERR FAILOVER aborted: no other node took over within the timeout")
+	default:
+		c.out.Error("ERR FAILOVER aborted: " + err.Error())
+	}
 }

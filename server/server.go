@@ -5,6 +5,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -164,6 +165,10 @@ func (s *Server) Addr() string {
 // Node returns the server's cluster node.
 func (s *Server) Node() *cluster.Node { return s.node }
 
+// handoverWait bounds how long a stopping leader waits for another voter
+// to take its leadership over: a few round trips when one is up.
+const handoverWait = time.Second
+
 // Close stops accepting, disconnects every client, takes a snapshot of
 // the node's state (see cluster.Node.Checkpoint; not after SHUTDOWN
 // NOSAVE), waits for the server's goroutines to end and closes the
@@ -185,6 +190,15 @@ func (s *Server) Close() error {
 		s.goFunc(c.closeConn)
 	}
 	s.stopLoops()
+	// A leader hands its leadership to another voter before it stops, so
+	// that writes wait for a hand-over rather than for the other nodes'
+	// election timeout. Should nobody take over within handoverWait (or
+	// raft's election timeout, if shorter), the node stops anyway and the
+	// others elect a leader as they do after a crash; a node that does not
+	// lead, or leads alone, has nothing to hand over.
+	ctx, cancel := context.WithTimeout(context.Background(), handoverWait)
+	_ = s.node.Handover(ctx, "")
+	cancel()
 	// A clean stop leaves a snapshot of what the node applied, so that it
 	// starts again by loading that rather than by replaying the log since
 	// its last one (SHUTDOWN NOSAVE skips it, as it skips Redis's save).
