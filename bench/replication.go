@@ -365,38 +365,48 @@ func (s *logSpend) perEntry() string {
 	return text
 }
 
-// failover kills the leader of a cluster under write load FailoverTrials
-// times and measures how long writes fail.
+// failover stops the leader of a cluster under write load FailoverTrials
+// times with SIGKILL, which leaves the others to elect a leader, and as
+// many times with SIGTERM, on which it hands its leadership over, and
+// measures how long writes fail each way.
 func (s *suite) failover() error {
 	c, err := startCluster(s.cfg.Presenced, s.cfg.Nodes)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	first := TimeRow{Workload: "SIGKILL of the leader until the first write succeeds", Limit: targetFailoverTime}
-	every := TimeRow{Workload: "SIGKILL of the leader until every connection to a surviving node has written", Limit: targetFailoverTime}
+	var rows []TimeRow
 	var errs int64
-	for trial := range s.cfg.FailoverTrials {
-		f, e, n, err := s.failoverTrial(c, trial)
-		if err != nil {
-			return fmt.Errorf("failover trial %d: %w", trial+1, err)
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		name, limit := signalName(sig), time.Duration(0)
+		if sig == syscall.SIGKILL {
+			limit = targetFailoverTime
 		}
-		s.logf("failover %d: first write after %v, every connection after %v, %d failed writes", trial+1, f, e, n)
-		first.Presenced = append(first.Presenced, f)
-		every.Presenced = append(every.Presenced, e)
-		errs += n
+		first := TimeRow{Workload: name + " of the leader until the first write succeeds", Limit: limit}
+		every := TimeRow{Workload: name + " of the leader until every connection to a surviving node has written", Limit: limit}
+		for trial := range s.cfg.FailoverTrials {
+			f, e, n, err := s.failoverTrial(c, sig, trial)
+			if err != nil {
+				return fmt.Errorf("failover trial %d (%s): %w", trial+1, name, err)
+			}
+			s.logf("failover %d (%s): first write after %v, every connection after %v, %d failed writes", trial+1, name, f, e, n)
+			first.Presenced = append(first.Presenced, f)
+			every.Presenced = append(every.Presenced, e)
+			errs += n
+		}
+		rows = append(rows, first, every)
 	}
-	s.rep.Groups = append(s.rep.Groups, Group{Title: "Failover", Times: []TimeRow{first, every}, Note: fmt.Sprintf(
-		"%d presenced nodes (default mode). %d connections spread over the nodes write `SETBIT %s <random id> 1` one at a time, reconnecting after a broken connection and going on after an error reply; the leader (found with RAFT INFO) gets SIGKILL, and the time runs from the kill to the first reply without error to a write sent after it. Between trials the killed node restarts and catches up. %d writes failed (error replies or broken connections) in all trials together.",
+	s.rep.Groups = append(s.rep.Groups, Group{Title: "Failover", Times: rows, Note: fmt.Sprintf(
+		"%d presenced nodes (default mode). %d connections spread over the nodes write `SETBIT %s <random id> 1` one at a time, reconnecting after a broken connection and going on after an error reply; the leader (found with RAFT INFO) gets SIGKILL (the others elect a leader once their heartbeat timeout runs out) or SIGTERM (it hands its leadership to a follower as it stops), and the time runs from the signal to the first reply without error to a write sent after it. Between trials the stopped node restarts and catches up. %d writes failed (error replies or broken connections) in all trials together.",
 		s.cfg.Nodes, s.cfg.FailoverConns, heartbeatKey, errs)})
 	return nil
 }
 
-// failoverTrial kills the leader once under load, returns how long until
-// the first write succeeded and until every connection to a surviving
-// node had written, and the number of failed writes, then restarts the
-// killed node and waits for it to catch up.
-func (s *suite) failoverTrial(c *cluster, trial int) (first, every time.Duration, failed int64, err error) {
+// failoverTrial stops the leader once under load with sig, returns how
+// long until the first write succeeded and until every connection to a
+// surviving node had written, and the number of failed writes, then
+// restarts the stopped node and waits for it to catch up.
+func (s *suite) failoverTrial(c *cluster, sig syscall.Signal, trial int) (first, every time.Duration, failed int64, err error) {
 	l, err := c.leader()
 	if err != nil {
 		return 0, 0, 0, err
@@ -408,7 +418,7 @@ func (s *suite) failoverTrial(c *cluster, trial int) (first, every time.Duration
 	}
 	kill := time.Now()
 	load.killed.Store(kill.UnixNano())
-	if err := c.nodes[l].stop(syscall.SIGKILL); err != nil {
+	if err := c.nodes[l].stop(sig); err != nil {
 		return 0, 0, 0, err
 	}
 	firstAt, everyAt, err := load.waitRecovered(c.nodes[l].addr, time.Minute)
