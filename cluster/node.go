@@ -661,6 +661,26 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	return n.leaderReads.do(ctx)
 }
 
+// WriteIndex returns, on any node, an index at or after the log entry of
+// every write acknowledged before the call: the read index, confirmed by
+// the leader as for a read barrier (see ReadBarrier), within LeaderWait.
+func (n *Node) WriteIndex(ctx context.Context) (uint64, error) {
+	if i, ok := n.soleVoterReadIndex(); ok {
+		return i, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.LeaderWait)
+	defer cancel()
+	if n.raft.State() == raft.Leader {
+		return n.leaderReads.do(ctx)
+	}
+	return n.followerReads.do(ctx)
+}
+
+// CommitIndex returns this node's raft commit index. On the node that
+// committed a write as leader, it is at or after the write's entry once
+// the write is answered.
+func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
+
 func (n *Node) leaderReadIndex() (uint64, error) {
 	term := n.raft.CurrentTerm()
 	if n.raft.State() != raft.Leader {

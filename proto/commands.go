@@ -89,7 +89,7 @@ func (s *Spec) Categories() []string {
 		group = s.Parent.Group
 	}
 	if len(s.Subcommands) == 0 {
-		c |= groupCategories[group]
+		c |= groupCategories[group] &^ s.NotACL
 	}
 	var out []string
 	for i, n := range categoryNames {
@@ -112,8 +112,9 @@ type Spec struct {
 	// Flags are the command's properties.
 	Flags Flag
 	// ACL are the ACL categories Redis puts the command in besides those
-	// its flags and group give (see Categories).
-	ACL Category
+	// its flags and group give (see Categories); NotACL those of its group
+	// that Redis leaves it out of.
+	ACL, NotACL Category
 	// FirstKey, LastKey and Step locate the key arguments (LastKey -1: up
 	// to the last argument), as in COMMAND INFO.
 	FirstKey, LastKey, Step int
@@ -680,6 +681,10 @@ var table = []*Spec{
 	{Name: "role", Arity: 1, Flags: NoScript | Loading | Stale | Fast, ACL: CatAdmin | CatDangerous, Group: "server", Since: "2.8.12",
 		Summary:    "Return the role of the instance in the context of replication",
 		Complexity: "O(1)"},
+	{Name: "wait", Arity: 3, Flags: NoScript, ACL: CatConnection, NotACL: CatKeyspace, Group: "generic", Since: "3.0.0",
+		Summary:    "Wait for the synchronous replication of all the write commands sent in the context of the current connection",
+		Complexity: "O(1)",
+		Syntax:     "numreplicas timeout"},
 	{Name: "failover", Arity: -1, Flags: Admin | NoScript | Stale, Group: "server", Since: "6.2.0",
 		Summary:    "Start a coordinated failover between this server and one of its replicas.",
 		Complexity: "O(1)",

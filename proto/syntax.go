@@ -296,7 +296,7 @@ var argTypes = map[string]ArgType{
 	"end": ArgInteger, "increment": ArgInteger, "decrement": ArgInteger, "count": ArgInteger,
 	"index": ArgInteger, "index1": ArgInteger, "index2": ArgInteger, "db": ArgInteger,
 	"destination-db": ArgInteger, "cursor": ArgInteger, "protover": ArgInteger,
-	"client-id": ArgInteger, "bit": ArgInteger, "port": ArgInteger,
+	"client-id": ArgInteger, "bit": ArgInteger, "port": ArgInteger, "numreplicas": ArgInteger,
 }
 
 // commandArgTypes are the types that depend on the command: "value" is a
@@ -304,6 +304,7 @@ var argTypes = map[string]ArgType{
 var commandArgTypes = map[string]ArgType{
 	"setbit value":   ArgInteger,
 	"bitfield value": ArgInteger,
+	"wait timeout":   ArgInteger,
 }
 
 // argBuilder turns parsed synopsis nodes into Args.

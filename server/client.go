@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -69,8 +70,13 @@ type client struct {
 
 	multi    bool
 	multiErr bool
+	inExec   bool            // while EXEC runs the queued commands: none may block
 	watched  []store.Watched // the keys WATCH follows until EXEC, DISCARD, UNWATCH or RESET
 	queued   []queuedCommand
+	// wrote is at or after the log index of the connection's latest
+	// write, for WAIT: 0 before any, unknownIndex when only the leader
+	// can tell (it was forwarded, or its outcome is unknown).
+	wrote uint64
 	// queuedBytes and queuedArgs are the chunks queued commands' copied
 	// arguments are carved from: a follower forwards writes as MULTI
 	// blocks of hundreds of commands, which would otherwise cost the
@@ -513,6 +519,10 @@ func (c *client) settle(cmds []store.Command, first, mark int, begin time.Time, 
 	c.touch(cmds[len(cmds)-1].Spec.Name)
 }
 
+// unknownIndex is client.wrote after a write whose log index this node
+// cannot tell.
+const unknownIndex = math.MaxUint64
+
 // runStore runs cmds as one batch: writes through the cluster (forwarded
 // to the leader from a follower), reads on this node's store once it is
 // known to be current (unless the client asked for READONLY). On error
@@ -525,7 +535,16 @@ func (c *client) runStore(cmds []store.Command, write bool, now time.Time) error
 	case write && c.unchanged(cmds, now):
 		return nil
 	case write:
-		return node.Apply(cmds, &c.out)
+		// A leader that commits the write itself knows a commit index
+		// at or after its entry; one elected since it forwarded the
+		// write may not yet.
+		leading := node.IsLeader()
+		err := node.Apply(cmds, &c.out)
+		c.wrote = unknownIndex
+		if err == nil && leading && node.IsLeader() {
+			c.wrote = node.CommitIndex()
+		}
+		return err
 	case !c.readonly && !c.peer:
 		if err := c.readBarrier(); err != nil {
 			return err
@@ -585,7 +604,7 @@ func needsGoroutine(spec *proto.Spec) bool {
 		return false
 	}
 	switch spec.Name {
-	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "raft", "failover", "info", "role":
+	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "raft", "failover", "info", "role", "wait":
 		return true
 	}
 	return false

@@ -868,3 +868,57 @@ func TestJoinNotPresenced(t *testing.T) {
 		t.Errorf("error: %v", err)
 	}
 }
+
+// TestWait checks WAIT in a 3-node cluster: it counts the followers that
+// applied a connection's writes, on the leader and on a follower (which
+// counts itself), waits out its timeout when asked for more than there
+// are, answers at once inside MULTI, ends when its client goes away, and
+// leaves out a follower that stopped.
+func TestWait(t *testing.T) {
+	srvs, l, f := leaderAndFollower(t)
+	lc, fc := dial(t, l.Addr()), dial(t, f.Addr())
+	lc.expect("+OK\r\n", "SET", "k", "1")
+	lc.expect(":2\r\n", "WAIT", "2", "0")
+	for _, s := range clusterFollowers(srvs, l) {
+		ro := dial(t, s.Addr())
+		ro.expect("+OK\r\n", "READONLY")
+		ro.expect(bulk("1"), "GET", "k")
+	}
+	fc.expect(":2\r\n", "INCR", "k")
+	fc.expect(":2\r\n", "WAIT", "2", "0")
+	ro := dial(t, f.Addr())
+	ro.expect("+OK\r\n", "READONLY")
+	ro.expect(bulk("2"), "GET", "k")
+
+	begin := time.Now()
+	lc.expect(":2\r\n", "WAIT", "3", "100")
+	if took := time.Since(begin); took < 100*time.Millisecond {
+		t.Errorf("WAIT 3 100 with two followers answered after %v", took)
+	}
+	lc.expect("+OK\r\n", "MULTI")
+	lc.expect("+QUEUED\r\n", "WAIT", "3", "0")
+	lc.expect("*1\r\n:2\r\n", "EXEC")
+
+	// A client that gives up on a WAIT with no bound leaves the server.
+	before := len(l.clientList())
+	gone := dial(t, l.Addr())
+	gone.send(redisserver.AppendCommand(nil, "WAIT", "3", "0"))
+	for len(l.clientList()) == before {
+		time.Sleep(time.Millisecond)
+	}
+	gone.conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(l.clientList()) > before {
+		if time.Now().After(deadline) {
+			t.Fatal("a client that closed its connection during WAIT is still served")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// With one follower stopped, one is left to count.
+	if err := clusterFollowers(srvs, l)[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	lc.expect(":3\r\n", "INCR", "k")
+	lc.expect(":1\r\n", "WAIT", "2", "100")
+}

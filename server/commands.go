@@ -43,6 +43,7 @@ func init() {
 		"readonly":  readonly,
 		"readwrite": readwrite,
 		"role":      role,
+		"wait":      wait,
 		"failover":  failover,
 		"raft":      raftCommand,
 
@@ -369,6 +370,7 @@ func exec(c *client, _ [][]byte) {
 		}
 	}
 	c.out.Array(len(queued))
+	c.inExec = true
 	for _, q := range queued {
 		if store.Handles(q.spec) {
 			c.out.Raw(replies.Reply(next))
@@ -377,6 +379,7 @@ func exec(c *client, _ [][]byte) {
 		}
 		c.runServerCommand(q.spec, q.args)
 	}
+	c.inExec = false
 }
 
 func function(c *client, args [][]byte) {

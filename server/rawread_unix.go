@@ -61,3 +61,20 @@ func (c *client) serveRaw(rc syscall.RawConn) {
 		}
 	})
 }
+
+// peerClosed reports whether the other end of nc has closed it, by
+// peeking at what is there to read without waiting: end of file says so.
+// It reports false where nc has no descriptor.
+func peerClosed(nc net.Conn) bool {
+	rc := rawConn(nc)
+	if rc == nil {
+		return false
+	}
+	closed := false
+	rc.Control(func(fd uintptr) {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		closed = n == 0 && err == nil
+	})
+	return closed
+}

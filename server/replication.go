@@ -285,3 +285,92 @@ func failover(c *client, args [][]byte) {
 		c.out.Error("ERR FAILOVER aborted: " + err.Error())
 	}
 }
+
+// waitPollMax is the longest WAIT sleeps between two counts of the nodes
+// that applied the writes it waits for; the first sleeps are shorter.
+const waitPollMax = 50 * time.Millisecond
+
+// wait answers WAIT numreplicas timeout with the number of nodes other
+// than the leader (Redis's replicas) that applied every write this
+// connection made, waiting up to timeout milliseconds (0: with no bound)
+// until numreplicas have, as Redis does. A write is acknowledged once a
+// majority of the voters has it in their logs; WAIT counts the nodes that
+// have also applied it, which reads on them with READONLY then see.
+// Inside MULTI it answers at once, and it stops waiting when the client
+// closes its connection or the server stops.
+func wait(c *client, args [][]byte) {
+	want, ok := proto.ParseInt(args[1])
+	if !ok {
+		c.out.Error(proto.ErrNotInteger)
+		return
+	}
+	ms, ok := proto.ParseInt(args[2])
+	switch {
+	case !ok:
+		c.out.Error("ERR timeout is not an integer or out of range")
+		return
+	case ms < 0:
+		c.out.Error("ERR timeout is negative")
+		return
+	}
+	target := c.wrote
+	if target == unknownIndex {
+		var err error
+		if target, err = c.s.node.WriteIndex(context.Background()); err != nil {
+			c.out.Error(replyError(err))
+			return
+		}
+	}
+	var deadline <-chan time.Time
+	if ms > 0 && ms <= math.MaxInt64/int64(time.Millisecond) {
+		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+		defer t.Stop()
+		deadline = t.C
+	}
+	pause := time.Millisecond
+	for {
+		n := int64(0)
+		for _, a := range c.s.replicasApplied() {
+			if a >= target {
+				n++
+			}
+		}
+		if n >= want || c.inExec {
+			c.out.Int(n)
+			return
+		}
+		select {
+		case <-deadline:
+			c.out.Int(n)
+			return
+		case <-c.s.quit:
+			c.out.Int(n)
+			return
+		case <-time.After(pause):
+		}
+		if peerClosed(c.nc) {
+			c.out.Int(n) // nobody reads it
+			return
+		}
+		pause = min(2*pause, waitPollMax)
+	}
+}
+
+// replicasApplied returns how far each node other than the leader that
+// could be asked applied the log, as this node learns it now: from
+// itself, and by asking the others (see cluster.Node.Followers).
+func (s *Server) replicasApplied() []uint64 {
+	node := s.node
+	var applied []uint64
+	leader := node.Config().NodeID
+	if !node.IsLeader() {
+		_, leader = node.Leader()
+		applied = append(applied, node.Applied())
+	}
+	for _, f := range s.followers() {
+		if f.Err == nil && f.ID != leader {
+			applied = append(applied, f.Applied)
+		}
+	}
+	return applied
+}
