@@ -77,6 +77,36 @@ func waitApplied(t *testing.T, srvs []*Server) {
 	}
 }
 
+// checkDigests fails the test unless every server's state digest is the
+// same at one applied index: ticks go on entering the log, so it takes
+// the digests again until all were taken at the same index.
+func checkDigests(t *testing.T, srvs []*Server) {
+	t.Helper()
+	waitApplied(t, srvs)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		index, digest := srvs[0].Node().Digest()
+		same := true
+		for _, s := range srvs[1:] {
+			i, d := s.Node().Digest()
+			if i != index {
+				same = false
+				break
+			}
+			if d != digest {
+				t.Fatalf("%s: digest %x at index %d, want %x", s.Node().Config().NodeID, d, i, digest)
+			}
+		}
+		if same {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the servers' applied indexes did not meet")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // clusterLeader returns the server that leads, waiting for one.
 func clusterLeader(t *testing.T, srvs []*Server) *Server {
 	t.Helper()

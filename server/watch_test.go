@@ -102,13 +102,7 @@ func TestWatchIncrementsOnEveryNode(t *testing.T) {
 		t.Fatalf("counter %q, %v; want %s (after %d retries)", got, err, want, retries.Load())
 	}
 	t.Logf("%s increments, %d retries", want, retries.Load())
-	waitApplied(t, srvs)
-	_, digest := srvs[0].Node().Digest()
-	for _, s := range srvs[1:] {
-		if _, d := s.Node().Digest(); d != digest {
-			t.Fatalf("%s: digest %x, want %x", s.Node().Config().NodeID, d, digest)
-		}
-	}
+	checkDigests(t, srvs)
 }
 
 // watchPyScript drives WATCH with redis-py: a transaction that nobody
