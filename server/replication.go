@@ -268,8 +268,7 @@ func failover(c *client, args [][]byte) {
 	}
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
 	if timeout > 0 {
-		ms := min(timeout, math.MaxInt64/int64(time.Millisecond))
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+		ctx, cancel = context.WithTimeout(ctx, millis(timeout))
 	}
 	defer cancel()
 	switch err := node.Handover(ctx, target); {
@@ -284,6 +283,12 @@ func failover(c *client, args [][]byte) {
 	default:
 		c.out.Error("ERR FAILOVER aborted: " + err.Error())
 	}
+}
+
+// millis is ms milliseconds, a positive count, or the longest duration
+// when there are more.
+func millis(ms int64) time.Duration {
+	return time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 }
 
 // waitPollMax is the longest WAIT sleeps between two counts of the nodes
@@ -322,8 +327,8 @@ func wait(c *client, args [][]byte) {
 		}
 	}
 	var deadline <-chan time.Time
-	if ms > 0 && ms <= math.MaxInt64/int64(time.Millisecond) {
-		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	if ms > 0 {
+		t := time.NewTimer(millis(ms))
 		defer t.Stop()
 		deadline = t.C
 	}
