@@ -951,9 +951,10 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 // hand-over, a few round trips, not for a failover. Meanwhile this node
 // refuses writes with ErrNotLeader, which followers retry. Errors:
 // ErrNotLeader on a node that does not lead, ErrAlone when no other voter
-// exists, a member error when id is not another voter, and raft's error
-// when the target did not take over within the election timeout (this
-// node then leads on).
+// exists, a member error when id is not another voter, raft's error when
+// the target did not take over within the election timeout (this node
+// then leads on), and ctx's error when ctx ended first (raft goes on with
+// the transfer until then).
 func (n *Node) Handover(ctx context.Context, id string) error {
 	if !n.IsLeader() {
 		return ErrNotLeader
