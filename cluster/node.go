@@ -665,15 +665,28 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 // every write acknowledged before the call: the read index, confirmed by
 // the leader as for a read barrier (see ReadBarrier), within LeaderWait.
 func (n *Node) WriteIndex(ctx context.Context) (uint64, error) {
-	if i, ok := n.soleVoterReadIndex(); ok {
-		return i, nil
+	index, err := n.ownReadIndex(ctx)
+	if err != ErrNotLeader {
+		return index, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.LeaderWait)
 	defer cancel()
+	return n.followerReads.do(ctx)
+}
+
+// ownReadIndex returns a read index found without asking another node to
+// confirm it: without asking anyone if this node is the only voter, and
+// through this node's own round if it leads. It fails with ErrNotLeader
+// when a follower must ask the leader. It sets no timer: the leader's
+// round is bounded by LeaderWait and the leader lease.
+func (n *Node) ownReadIndex(ctx context.Context) (uint64, error) {
+	if i, ok := n.soleVoterReadIndex(); ok {
+		return i, nil
+	}
 	if n.raft.State() == raft.Leader {
 		return n.leaderReads.do(ctx)
 	}
-	return n.followerReads.do(ctx)
+	return 0, ErrNotLeader
 }
 
 // CommitIndex returns this node's raft commit index. On the node that
@@ -767,15 +780,7 @@ func (n *Node) followerReadIndex() (uint64, error) {
 // with ErrBehind when the store did not apply the index within
 // Config.LeaderWait.
 func (n *Node) ReadBarrier(ctx context.Context) error {
-	var index uint64
-	err := ErrNotLeader
-	if i, ok := n.soleVoterReadIndex(); ok {
-		index, err = i, nil
-	} else if n.raft.State() == raft.Leader {
-		// The common case, without a timer: the leader's own round is
-		// bounded (by LeaderWait and the leader lease).
-		index, err = n.leaderReads.do(ctx)
-	}
+	index, err := n.ownReadIndex(ctx)
 	if err == nil && n.fsm.applied.get() >= index {
 		return nil // the store has usually applied the index already
 	}
