@@ -129,9 +129,11 @@ type Spec struct {
 	// replaced_by.
 	DocFlags                    []string
 	DeprecatedSince, ReplacedBy string
-	// ArgSince gives, by argument name, the version that added an
-	// argument the command did not have from the start.
-	ArgSince map[string]string
+	// ArgSince gives the version that added an argument the command did
+	// not have from the start, and ArgDeprecatedSince the version that
+	// deprecated one. Each names an argument by its token where it has
+	// one ("LADDR"), else by its name ("ip:port").
+	ArgSince, ArgDeprecatedSince map[string]string
 	// Syntax is the argument synopsis as Redis's documentation writes it,
 	// e.g. "key [start end [BYTE | BIT]]"; COMMAND DOCS derives the
 	// argument list from it.
@@ -308,7 +310,7 @@ var table = []*Spec{
 		Complexity: "O(1)",
 		Syntax:     "key"},
 	{Name: "set", Arity: -3, Flags: Write | DenyOOM, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "1.0.0",
-		ArgSince: map[string]string{"condition": "2.6.12", "get": "6.2.0", "seconds": "2.6.12", "milliseconds": "2.6.12", "unix-time-seconds": "6.2.0", "unix-time-milliseconds": "6.2.0", "keepttl": "6.0.0"}, History: [][2]string{{"2.6.12", "Added the `EX`, `PX`, `NX` and `XX` options."}, {"6.0.0", "Added the `KEEPTTL` option."}, {"6.2.0", "Added the `GET`, `EXAT` and `PXAT` option."}, {"7.0.0", "Allowed the `NX` and `GET` options to be used together."}},
+		ArgSince: map[string]string{"condition": "2.6.12", "GET": "6.2.0", "EX": "2.6.12", "PX": "2.6.12", "EXAT": "6.2.0", "PXAT": "6.2.0", "KEEPTTL": "6.0.0"}, History: [][2]string{{"2.6.12", "Added the `EX`, `PX`, `NX` and `XX` options."}, {"6.0.0", "Added the `KEEPTTL` option."}, {"6.2.0", "Added the `GET`, `EXAT` and `PXAT` option."}, {"7.0.0", "Allowed the `NX` and `GET` options to be used together."}},
 		Summary:    "Set the string value of a key",
 		Complexity: "O(1)",
 		Syntax:     "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]"},
@@ -408,7 +410,7 @@ var table = []*Spec{
 		Complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
 		Syntax:     "pattern"},
 	{Name: "scan", Arity: -2, Flags: ReadOnly, Group: "generic", Since: "2.8.0",
-		ArgSince: map[string]string{"type": "6.0.0"}, History: [][2]string{{"6.0.0", "Added the `TYPE` subcommand."}},
+		ArgSince: map[string]string{"TYPE": "6.0.0"}, History: [][2]string{{"6.0.0", "Added the `TYPE` subcommand."}},
 		Summary:    "Incrementally iterate the keys space",
 		Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
 		Syntax:     "cursor [MATCH pattern] [COUNT count] [TYPE type]"},
@@ -495,12 +497,12 @@ var table = []*Spec{
 			{Name: "refcount", Complexity: "O(1)", Arity: 3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Get the number of references to the value of the key", Syntax: "key"},
 		}},
 	{Name: "flushdb", Arity: -1, Flags: Write, ACL: CatKeyspace | CatDangerous, Group: "server", Since: "1.0.0",
-		ArgSince: map[string]string{"async": "4.0.0", "sync": "6.2.0"}, History: [][2]string{{"4.0.0", "Added the `ASYNC` flushing mode modifier."}, {"6.2.0", "Added the `SYNC` flushing mode modifier."}},
+		ArgSince: map[string]string{"ASYNC": "4.0.0", "SYNC": "6.2.0"}, History: [][2]string{{"4.0.0", "Added the `ASYNC` flushing mode modifier."}, {"6.2.0", "Added the `SYNC` flushing mode modifier."}},
 		Summary:    "Remove all keys from the current database",
 		Complexity: "O(N) where N is the number of keys in the selected database",
 		Syntax:     "[ASYNC | SYNC]"},
 	{Name: "flushall", Arity: -1, Flags: Write, ACL: CatKeyspace | CatDangerous, Group: "server", Since: "1.0.0",
-		ArgSince: map[string]string{"async": "4.0.0", "sync": "6.2.0"}, History: [][2]string{{"4.0.0", "Added the `ASYNC` flushing mode modifier."}, {"6.2.0", "Added the `SYNC` flushing mode modifier."}},
+		ArgSince: map[string]string{"ASYNC": "4.0.0", "SYNC": "6.2.0"}, History: [][2]string{{"4.0.0", "Added the `ASYNC` flushing mode modifier."}, {"6.2.0", "Added the `SYNC` flushing mode modifier."}},
 		Summary:    "Remove all keys from all databases",
 		Complexity: "O(N) where N is the total number of keys in all databases",
 		Syntax:     "[ASYNC | SYNC]"},
@@ -545,7 +547,7 @@ var table = []*Spec{
 			{Name: "help", Since: "5.0.0", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
 			{Name: "info", Since: "6.2.0", Complexity: "O(1)", Arity: 2, Flags: NoScript | Loading | Stale, Summary: "Returns information about the current client connection."},
 			{Name: "setinfo", Arity: 4, Flags: NoScript | Loading | Stale, Summary: "Set client or connection specific info", Syntax: "LIB-NAME libname | LIB-VER libver"},
-			{Name: "list", ArgSince: map[string]string{"normal_master_replica_pubsub": "5.0.0", "id": "6.2.0"}, Complexity: "O(N) where N is the number of client connections", History: [][2]string{{"2.8.12", "Added unique client `id` field."}, {"5.0.0", "Added optional `TYPE` filter."}, {"6.0.0", "Added `user` field."}, {"6.2.0", "Added `argv-mem`, `tot-mem`, `laddr` and `redir` fields and the optional `ID` filter."}, {"7.0.0", "Added `resp`, `multi-mem`, `rbs` and `rbp` fields."}, {"7.0.3", "Added `ssub` field."}}, Arity: -2, Flags: Admin | NoScript | Loading | Stale, Summary: "Get the list of client connections", Syntax: "[TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] [ID client-id [client-id ...]]"},
+			{Name: "list", ArgSince: map[string]string{"TYPE": "5.0.0", "ID": "6.2.0"}, Complexity: "O(N) where N is the number of client connections", History: [][2]string{{"2.8.12", "Added unique client `id` field."}, {"5.0.0", "Added optional `TYPE` filter."}, {"6.0.0", "Added `user` field."}, {"6.2.0", "Added `argv-mem`, `tot-mem`, `laddr` and `redir` fields and the optional `ID` filter."}, {"7.0.0", "Added `resp`, `multi-mem`, `rbs` and `rbp` fields."}, {"7.0.3", "Added `ssub` field."}}, Arity: -2, Flags: Admin | NoScript | Loading | Stale, Summary: "Get the list of client connections", Syntax: "[TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] [ID client-id [client-id ...]]"},
 		}},
 	{Name: "select", Arity: 2, Flags: Loading | Stale | Fast, Group: "connection", Since: "1.0.0",
 		Summary:    "Change the selected database for the current connection",
@@ -591,7 +593,7 @@ var table = []*Spec{
 		Complexity: "O(N) where N is the total number of keys in all databases",
 		Syntax:     ""},
 	{Name: "bgsave", Arity: -1, Flags: Admin | NoScript | NoAsyncLoading, Group: "server", Since: "1.0.0",
-		ArgSince: map[string]string{"schedule": "3.2.2"}, History: [][2]string{{"3.2.2", "Added the `SCHEDULE` option."}},
+		ArgSince: map[string]string{"SCHEDULE": "3.2.2"}, History: [][2]string{{"3.2.2", "Added the `SCHEDULE` option."}},
 		Summary:    "Asynchronously save the dataset to disk",
 		Complexity: "O(1)",
 		Syntax:     "[SCHEDULE]"},
@@ -712,7 +714,7 @@ var table = []*Spec{
 			{Name: "purge", Arity: 3, Flags: Write, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Erase every recorded point of a key", Syntax: "key"},
 		}},
 	{Name: "shutdown", Arity: -1, Flags: Admin | NoScript | Loading | Stale | NoMulti | AllowBusy, Group: "server", Since: "1.0.0",
-		ArgSince: map[string]string{"now": "7.0.0", "force": "7.0.0", "abort": "7.0.0"}, History: [][2]string{{"7.0.0", "Added the `NOW`, `FORCE` and `ABORT` modifiers."}},
+		ArgSince: map[string]string{"NOW": "7.0.0", "FORCE": "7.0.0", "ABORT": "7.0.0"}, History: [][2]string{{"7.0.0", "Added the `NOW`, `FORCE` and `ABORT` modifiers."}},
 		Summary:    "Synchronously save the dataset to disk and then shut down the server",
 		Complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
 		Syntax:     "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]"},

@@ -2,7 +2,6 @@ package proto
 
 import (
 	"errors"
-	"slices"
 	"strings"
 )
 
@@ -44,8 +43,9 @@ type Arg struct {
 	// (keys in synopsis order); -1 for other arguments.
 	KeySpecIndex int
 	// Since is the version that added the argument, when it came after
-	// the command (see Spec.ArgSince).
-	Since string
+	// the command (see Spec.ArgSince), and DeprecatedSince the version
+	// that deprecated it.
+	Since, DeprecatedSince string
 	// Args are the members of a OneOf or Block.
 	Args []Arg
 }
@@ -77,15 +77,16 @@ func (s *Spec) Args() []Arg {
 	return args
 }
 
-// dateArgs sets the Since of the arguments, nested ones included, that
-// ArgSince names. Where a group and one of its members share the name
-// (FLUSHDB's async), the member is meant.
+// dateArgs sets the Since and DeprecatedSince of the arguments, nested
+// ones included, that ArgSince and ArgDeprecatedSince name.
 func (s *Spec) dateArgs(args []Arg) {
 	for i := range args {
 		a := &args[i]
-		if !slices.ContainsFunc(a.Args, func(m Arg) bool { return m.Name == a.Name }) {
-			a.Since = s.ArgSince[a.Name]
+		key := a.Token
+		if key == "" {
+			key = a.Name
 		}
+		a.Since, a.DeprecatedSince = s.ArgSince[key], s.ArgDeprecatedSince[key]
 		s.dateArgs(a.Args)
 	}
 }

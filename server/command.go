@@ -211,6 +211,9 @@ func writeArgs(w *proto.Writer, args []proto.Arg) {
 		if a.Since != "" {
 			fields = append(fields, field{"since", bulkValue(a.Since)})
 		}
+		if a.DeprecatedSince != "" {
+			fields = append(fields, field{"deprecated_since", bulkValue(a.DeprecatedSince)})
+		}
 		if flags := a.Flags(); len(flags) > 0 {
 			fields = append(fields, field{"flags", func(w *proto.Writer) { writeSimpleArray(w, flags) }})
 		}
