@@ -100,8 +100,11 @@ func synWords(a Arg) (min int, variable bool) {
 			variable = variable || v
 		}
 	case ArgOneOf:
+		// The member chosen is there, even one flagged optional (CLIENT
+		// KILL's filters).
 		least := -1
 		for _, m := range a.Args {
+			m.Optional = false
 			n, v := synWords(m)
 			if least < 0 || n < least {
 				least = n

@@ -286,6 +286,9 @@ var groupNames = map[string]string{
 	"module-name_category_pattern":                    "filterby",
 	"libname_libver":                                  "attr",
 	"host_port_force":                                 "target",
+	"normal_master_slave_replica_pubsub":              "normal_master_slave_pubsub",
+	"client-id_normal_master_slave_pubsub_username_ip:port_ip:port_yes/no": "new-format",
+	"ip:port_new-format": "filter",
 }
 
 // argTypes maps argument names to their types; names not listed are

@@ -50,6 +50,9 @@ type client struct {
 	db       int
 	authed   bool
 	closing  bool // close after writing out
+	// killed is set by CLIENT KILL from another connection: handleInput
+	// runs nothing more.
+	killed atomic.Bool
 
 	// peer marks another node's connection: its writes are applied here
 	// or refused, never forwarded again.
@@ -219,6 +222,37 @@ func (c *client) closeConn() {
 	nc.Close()
 }
 
+// kill ends the connection for CLIENT KILL, sent on another one, and
+// forgets the client at once, as Redis frees it. Closing the connection
+// would wait for the command it runs (see serveRaw), which may block
+// (WAIT): its socket is shut down instead, so that whatever serves it, its
+// goroutine or an event loop, reads its end, and a blocked WAIT finds the
+// peer gone.
+func (c *client) kill() {
+	c.killed.Store(true)
+	c.s.forget(c)
+	if c.s.shutdownInLoop(c) {
+		return
+	}
+	c.info.Lock()
+	nc := c.nc
+	c.info.Unlock()
+	shutdown(nc)
+}
+
+// shutdown ends nc's traffic in both directions without closing it.
+func shutdown(nc net.Conn) {
+	if hc, ok := nc.(interface {
+		CloseRead() error
+		CloseWrite() error
+	}); ok {
+		hc.CloseRead()
+		hc.CloseWrite()
+		return
+	}
+	go nc.Close()
+}
+
 // endBatch runs what the batch left pending, writes its replies out, and
 // drops the input up to used. It reports false when the connection must
 // end: the write failed, or the unparsed input is over the limit.
@@ -287,6 +321,10 @@ func (c *client) releaseBuffers() {
 func (c *client) handleInput(used int) int {
 	lim := c.limits()
 	for !c.closing {
+		if c.killed.Load() { // by CLIENT KILL, maybe while a request blocked
+			c.closing = true
+			break
+		}
 		mark := len(c.argv)
 		argv, n, err := c.parser.ParseAppend(c.argv, c.in[used:], lim)
 		c.argv = argv

@@ -149,11 +149,20 @@ func clientCommand(c *client, args [][]byte) {
 		c.out.BulkString(c.describe(time.Now()))
 	case "list":
 		clientList(c, args)
+	case "kill":
+		clientKill(c, args)
 	default:
 		c.help("CLIENT",
 			"GETNAME", "    Return the name of the current connection.",
 			"ID", "    Return the ID of the current connection.",
 			"INFO", "    Return information about the current client connection.",
+			"KILL <ip:port>", "    Kill connection made from <ip:port>.",
+			"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are:",
+			"    * ADDR (<ip:port>|<unixsocket>:0)", "      Kill connections made from the specified address",
+			"    * LADDR (<ip:port>|<unixsocket>:0)", "      Kill connections made to specified local address",
+			"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Kill connections by type.",
+			"    * USER <username>", "      Kill connections authenticated by <username>.",
+			"    * SKIPME (YES|NO)", "      Skip killing current connection (default: yes).",
 			"LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]", "    Return information about client connections.",
 			"SETINFO <option> <value>", "    Set client meta attr. Options are:",
 			"SETNAME <name>", "    Assign the name <name> to the current connection.")
@@ -195,6 +204,95 @@ func clientSetInfo(c *client, args [][]byte) {
 	}
 	c.info.Unlock()
 	c.out.OK()
+}
+
+// killFilter is what CLIENT KILL matches connections by; the zero value
+// of a field matches any.
+type killFilter struct {
+	id          int64
+	typ         string // normal or pubsub; any other type matches no connection
+	addr, laddr string
+	skipMe      bool
+}
+
+// matches reports whether CLIENT KILL, sent on connection self, kills o.
+func (f *killFilter) matches(o, self *client) bool {
+	if (f.id != 0 && o.id != f.id) || (f.skipMe && o == self) || (f.typ != "" && o.clientType() != f.typ) {
+		return false
+	}
+	o.info.Lock()
+	nc := o.nc
+	o.info.Unlock()
+	return (f.addr == "" || nc.RemoteAddr().String() == f.addr) && (f.laddr == "" || nc.LocalAddr().String() == f.laddr)
+}
+
+// clientKill is CLIENT KILL: CLIENT KILL addr answers OK or that no
+// connection came from addr; with filters (and SKIPME yes unless told
+// otherwise) it answers how many connections it closed. A connection
+// that kills itself is closed once answered.
+func clientKill(c *client, args [][]byte) {
+	f := killFilter{skipMe: true}
+	if len(args) == 3 {
+		f.addr, f.skipMe = string(args[2]), false
+	}
+	for i := 2; len(args) > 3 && i < len(args); i += 2 {
+		if i+1 == len(args) {
+			c.out.Error(proto.ErrSyntax)
+			return
+		}
+		opt, val := strings.ToLower(string(args[i])), string(args[i+1])
+		switch {
+		case opt == "id":
+			id, ok := proto.ParseInt(args[i+1])
+			if !ok || id <= 0 {
+				c.out.Error("ERR client-id should be greater than 0")
+				return
+			}
+			f.id = id
+		case opt == "type":
+			f.typ = strings.ToLower(val)
+			if !slices.Contains([]string{"normal", "master", "slave", "replica", "pubsub"}, f.typ) {
+				c.out.Error("ERR Unknown client type '" + val + "'")
+				return
+			}
+		case opt == "user":
+			if val != "default" { // the only user
+				c.out.Error("ERR No such user '" + val + "'")
+				return
+			}
+		case opt == "addr":
+			f.addr = val
+		case opt == "laddr":
+			f.laddr = val
+		case opt == "skipme" && strings.EqualFold(val, "yes"):
+			f.skipMe = true
+		case opt == "skipme" && strings.EqualFold(val, "no"):
+			f.skipMe = false
+		default:
+			c.out.Error(proto.ErrSyntax)
+			return
+		}
+	}
+	killed := 0
+	for _, o := range c.s.clientList() {
+		if !f.matches(o, c) {
+			continue
+		}
+		killed++
+		if o == c {
+			c.closing = true
+		} else {
+			o.kill()
+		}
+	}
+	switch {
+	case len(args) > 3:
+		c.out.Int(int64(killed))
+	case killed == 0:
+		c.out.Error("ERR No such client")
+	default:
+		c.out.OK()
+	}
 }
 
 func clientList(c *client, args [][]byte) {

@@ -160,6 +160,9 @@ func (l *eventLoop) add(c *client, rc syscall.RawConn) bool {
 	l.mu.Lock()
 	l.conns[int32(fd)] = c
 	l.mu.Unlock()
+	if c.killed.Load() { // killed while neither the loop nor c.nc had it
+		syscall.Shutdown(fd, syscall.SHUT_RDWR)
+	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(fd)}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		// The connection is lost: its goroutine finds it closed.
@@ -168,6 +171,25 @@ func (l *eventLoop) add(c *client, rc syscall.RawConn) bool {
 		return false
 	}
 	return true
+}
+
+// shutdownInLoop shuts the socket of c down in both directions if an
+// event loop serves it, and reports whether one does. The loop's lock
+// keeps the descriptor open meanwhile: a loop closes a descriptor only
+// after taking it out of its map.
+func (s *Server) shutdownInLoop(c *client) bool {
+	for _, l := range s.loops {
+		l.mu.Lock()
+		for fd, o := range l.conns {
+			if o == c {
+				syscall.Shutdown(int(fd), syscall.SHUT_RDWR)
+				l.mu.Unlock()
+				return true
+			}
+		}
+		l.mu.Unlock()
+	}
+	return false
 }
 
 // remove takes c out of the loop: it is no longer waited for or read.
@@ -367,7 +389,9 @@ func (l *eventLoop) handOff(c *client) {
 	c.info.Lock()
 	c.nc = nc
 	c.info.Unlock()
-	if l.s.closed.Load() { // Close may have closed the old net.Conn only
+	// Close may have closed the old net.Conn only, and CLIENT KILL may
+	// have missed c between the loop and the new one.
+	if l.s.closed.Load() || c.killed.Load() {
 		nc.Close()
 	}
 	l.s.goFunc(func() {

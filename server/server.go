@@ -275,6 +275,14 @@ func (s *Server) dropClient(c *client) {
 	s.mu.Unlock()
 }
 
+// forget takes a client out of the connected ones before its connection
+// ends; dropClient keeps its counts once it has.
+func (s *Server) forget(c *client) {
+	s.mu.Lock()
+	delete(s.mu.clients, c)
+	s.mu.Unlock()
+}
+
 // clients returns a snapshot of the connected clients.
 func (s *Server) clientList() []*client {
 	s.mu.Lock()
