@@ -43,6 +43,10 @@ type Config struct {
 	// History configures the recorded past of the bitmaps, kept in
 	// Dir/history.db.
 	History HistoryConfig
+	// MetricsKeys are glob patterns of the keys whose set bits Collector
+	// reports, e.g. "online:bitmap:*" (see store.Store.BitCounts for what
+	// a pattern costs).
+	MetricsKeys []string
 }
 
 // HistoryConfig configures what the server records of the past of its

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	_ "net/http/pprof" // served only when --pprof-addr is set
 	"os"
@@ -15,6 +16,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/presenced/presenced/history"
 	"github.com/presenced/presenced/internal/gctune"
@@ -63,8 +68,14 @@ func main() {
 		return nil
 	})
 	fs.Func("history-keys", "glob pattern of the keys whose history is recorded, e.g. 'online:*' (repeatable or comma-separated; default every key)", func(v string) error {
-		keys, err := parseHistoryKeys(v)
+		keys, err := parseKeyPatterns("history-keys", v)
 		hc.Keys = append(hc.Keys, keys...)
+		return err
+	})
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics over HTTP at /metrics on this address (e.g. 127.0.0.1:9121)")
+	fs.Func("metrics-keys", "glob pattern of the keys whose set bits the metrics report, e.g. 'online:bitmap:*' (repeatable or comma-separated; default none)", func(v string) error {
+		keys, err := parseKeyPatterns("metrics-keys", v)
+		cfg.MetricsKeys = append(cfg.MetricsKeys, keys...)
 		return err
 	})
 	version := fs.Bool("version", false, "print the version and exit")
@@ -113,6 +124,12 @@ func main() {
 	if err := srv.Start(); err != nil {
 		log.Fatalf("presenced: %v", err)
 	}
+	if *metricsAddr != "" {
+		if err := serveMetrics(*metricsAddr, srv); err != nil {
+			srv.Close()
+			log.Fatalf("presenced: %v", err)
+		}
+	}
 	log.Printf("presenced %s ready to accept connections on %s", server.Version, srv.Addr())
 	if bitTTL != nil {
 		go func() {
@@ -141,14 +158,30 @@ func parseHistoryInterval(v string) (time.Duration, error) {
 	return d, nil
 }
 
-// parseHistoryKeys parses one --history-keys value: comma-separated glob
-// patterns, none empty.
-func parseHistoryKeys(v string) ([]string, error) {
+// parseKeyPatterns parses one value of the flag name (--history-keys,
+// --metrics-keys): comma-separated glob patterns, none empty.
+func parseKeyPatterns(name, v string) ([]string, error) {
 	keys := strings.Split(v, ",")
 	for _, k := range keys {
 		if k == "" {
-			return nil, fmt.Errorf("--history-keys %q: want comma-separated glob patterns, none empty, e.g. 'online:*'", v)
+			return nil, fmt.Errorf("--%s %q: want comma-separated glob patterns, none empty, e.g. 'online:*'", name, v)
 		}
 	}
 	return keys, nil
+}
+
+// serveMetrics serves the node's Prometheus metrics, with the Go
+// runtime's and the process's, at /metrics on addr: it listens before it
+// returns, and serves in a goroutine of its own.
+func serveMetrics(addr string, srv *server.Server) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--metrics-addr: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(srv.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	go func() { log.Printf("presenced: metrics: %v", http.Serve(ln, mux)) }()
+	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -579,5 +581,56 @@ func TestRestartKeepsDeadlines(t *testing.T) {
 		if ttl, err := rdb.Do(ctx, "BITTTL", "online", off).Int64(); err != nil || ttl > want || ttl < want-60 {
 			t.Errorf("BITTTL of bit %d after the restart: %d, %v; want %d", off, ttl, err, want)
 		}
+	}
+}
+
+// TestMetricsEndpoint scrapes /metrics of a node started with
+// --metrics-addr and --metrics-keys: the node's figures, the key counts
+// and Go's are there; a bad address or pattern is refused.
+func TestMetricsEndpoint(t *testing.T) {
+	n := newNode(t, "n1")
+	addr := freeAddr(t)
+	p := n.start(t, "--metrics-addr", addr, "--metrics-keys", "online:*,total")
+	rdb := p.client(0)
+	ctx := context.Background()
+	for _, id := range []int64{3, 5, 8} {
+		if err := rdb.SetBit(ctx, "online:bitmap:0", id, 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.SetBit(ctx, "offline", 1, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %v, %v", resp.Status, err)
+	}
+	page := string(body)
+	for _, want := range []string{
+		"\npresenced_bits{db=\"0\",key=\"online:bitmap:0\"} 3\n",
+		"\npresenced_commands_total{command=\"setbit\"} 4\n",
+		"\npresenced_raft_leader 1\n",
+		"\npresenced_keys{db=\"0\"} 2\n",
+		"\ngo_goroutines ",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, `key="offline"`) {
+		t.Errorf("/metrics reports a key no pattern names:\n%s", page)
+	}
+	p.stop()
+
+	if out := refuse(t, n.args("--metrics-addr", "127.0.0.1:nosuchport")...); !strings.Contains(out, "--metrics-addr") {
+		t.Errorf("a bad --metrics-addr: output %q does not name the flag", out)
+	}
+	if out := refuse(t, n.args("--metrics-keys", "online:*,")...); !strings.Contains(out, "--metrics-keys") {
+		t.Errorf("an empty --metrics-keys pattern: output %q does not name the flag", out)
 	}
 }
