@@ -74,6 +74,7 @@ func bitfieldGeneric(c *ctx, args [][]byte, readOnly bool) {
 		ttl = c.ruleTTL(args[1])
 	}
 	c.w.Array(len(ops))
+	c.unchanged() // until a write applies: not GETs, nor writes that overflow under FAIL
 	for _, op := range ops {
 		if op.kind == 'g' {
 			c.w.Int(fieldGet(e, op))
@@ -85,6 +86,7 @@ func bitfieldGeneric(c *ctx, args [][]byte, readOnly bool) {
 			c.w.Null()
 			continue
 		}
+		c.stamped = false
 		e.v.setField(op.off, op.bits, nv)
 		c.fieldWritten(e, args[1], op.off, op.bits, ttl)
 		c.w.Int(int64(ret))

@@ -106,7 +106,9 @@ func bitop(c *ctx, args [][]byte) {
 	}
 	srcs, n := c.bitopSources(args[3:])
 	if n == 0 {
-		c.del(args[2])
+		if !c.del(args[2]) {
+			c.unchanged()
+		}
 		c.w.Int(0)
 		return
 	}

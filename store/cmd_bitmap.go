@@ -52,7 +52,8 @@ func setbit(c *ctx, args [][]byte) {
 		return
 	}
 	e := c.get(args[1])
-	if e == nil {
+	created := e == nil
+	if created {
 		e = c.put(args[1], value{})
 	}
 	ttl := int64(0)
@@ -64,8 +65,12 @@ func setbit(c *ctx, args [][]byte) {
 		old = !c.setArmed(e, args[1], off, c.ruleDeadline(ttl))
 		c.s.scheduleBitsLocked(c.dbIndex, e)
 	} else {
+		n := e.v.length()
 		old = e.v.setBit(off, on == 1)
 		c.setbitTimers(e, args[1], off, on == 1, old)
+		if !created && old == (on == 1) && e.v.length() == n {
+			c.unchanged() // as Redis: neither a new bit value nor a longer string
+		}
 	}
 	c.w.Bit(old)
 }
@@ -91,17 +96,22 @@ func (c *ctx) setbitRun(cmds []Command, out *Replies) int {
 	}
 	c.db, c.dbIndex = c.s.mu.dbs[first.DB], first.DB
 	e := c.get(key)
-	if e == nil {
+	changed := e == nil
+	if changed {
 		e = c.put(key, value{})
 	}
+	n := e.v.length()
 	var old [probeChunk]bool
 	e.v.setBits(offs, old[:len(offs)])
 	for i, off := range offs {
 		c.setbitTimers(e, key, off, true, old[i])
 		c.w.Bit(old[i])
 		out.Ends = append(out.Ends, out.Len())
+		changed = changed || !old[i]
 	}
-	c.touch(c.dbIndex, key)
+	if changed || e.v.length() != n {
+		c.touch(c.dbIndex, key)
+	}
 	c.mark(c.dbIndex, key)
 	return len(offs)
 }

@@ -68,9 +68,11 @@ func del(c *ctx, args [][]byte) {
 	n := int64(0)
 	for _, k := range args[1:] {
 		if c.del(k) {
+			c.touch(c.dbIndex, k)
 			n++
 		}
 	}
+	c.stamped = true // the keys deleted, not the missing ones
 	c.w.Int(n)
 }
 
@@ -106,8 +108,10 @@ func renameHandler(nx bool) handler {
 		case src == nil:
 			c.w.Error(proto.ErrNoSuchKey)
 		case bytes.Equal(args[1], args[2]):
+			c.unchanged()
 			c.replyRenamed(nx, false)
 		case nx && c.get(args[2]) != nil:
+			c.unchanged()
 			c.w.Int(0)
 		default:
 			c.db.remove(src)
@@ -218,6 +222,7 @@ func move(c *ctx, args [][]byte) {
 	}
 	e := c.get(args[1])
 	if e == nil || c.getIn(c.dbAt(dst), args[1]) != nil {
+		c.unchanged()
 		c.w.Int(0)
 		return
 	}

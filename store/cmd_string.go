@@ -151,6 +151,7 @@ func (c *ctx) setGeneric(args [][]byte, key, val []byte, o strOptions) (replied,
 		c.writeValue(e)
 	}
 	if (o.flags&optNX != 0 && e != nil) || (o.flags&optXX != 0 && e == nil) {
+		c.unchanged()
 		return getOld, false
 	}
 	if e != nil && o.flags&optKeepTTL != 0 {
@@ -226,6 +227,7 @@ func getex(c *ctx, args [][]byte) {
 	}
 	e := c.get(args[1])
 	if e == nil {
+		c.unchanged()
 		c.w.Null()
 		return
 	}
@@ -239,8 +241,10 @@ func getex(c *ctx, args [][]byte) {
 		c.db.remove(e) // EXAT/PXAT in the past delete the key
 	case at != 0:
 		c.setExpire(e, at)
-	case o.flags&optPersist != 0:
+	case o.flags&optPersist != 0 && e.expireAt != 0:
 		c.setExpire(e, 0)
+	default: // no option, or PERSIST of a key without a TTL
+		c.unchanged()
 	}
 }
 
@@ -249,6 +253,8 @@ func getdel(c *ctx, args [][]byte) {
 	c.writeValue(e)
 	if e != nil {
 		c.db.remove(e)
+	} else {
+		c.unchanged()
 	}
 }
 
@@ -289,6 +295,7 @@ func msetnx(c *ctx, args [][]byte) {
 	}
 	for i := 1; i < len(args); i += 2 {
 		if c.get(args[i]) != nil {
+			c.unchanged()
 			c.w.Int(0)
 			return
 		}
@@ -373,9 +380,11 @@ func setrange(c *ctx, args [][]byte) {
 	e := c.get(args[1])
 	switch {
 	case len(val) == 0 && e == nil:
+		c.unchanged()
 		c.w.Int(0)
 		return
 	case len(val) == 0:
+		c.unchanged()
 		c.w.Int(e.v.length())
 		return
 	case off > MaxStringLen-int64(len(val)):

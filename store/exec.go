@@ -46,6 +46,10 @@ type ctx struct {
 	// skip is how many commands after a WATCHCHECK that failed belong
 	// to its transaction (see watchRun).
 	skip int
+	// stamped is set by a write command's handler that changed none of
+	// its keys, or stamped the ones it changed itself: the others keep
+	// their versions, as Redis signals only real changes to WATCH.
+	stamped bool
 }
 
 func (c *ctx) exec(cmd Command) {
@@ -76,9 +80,10 @@ func (c *ctx) exec(cmd Command) {
 	}
 	c.db, c.dbIndex = c.s.mu.dbs[cmd.DB], cmd.DB
 	from := c.w.Len()
+	c.stamped = false
 	handlers[spec.ID](c, args)
 	if c.write && spec.Flags&proto.Write != 0 {
-		if c.w.Len() == from || c.w.B[from] != '-' {
+		if !c.stamped && (c.w.Len() == from || c.w.B[from] != '-') {
 			eachWrittenKey(spec, args, func(key []byte) { c.touch(c.dbIndex, key) })
 		}
 		if c.hist != nil {
@@ -89,6 +94,10 @@ func (c *ctx) exec(cmd Command) {
 
 // touch records a change of key in database db (see versions).
 func (c *ctx) touch(db int, key []byte) { c.s.mu.versions.touch(db, key) }
+
+// unchanged says that the running write command changed none of its
+// keys: they keep their versions.
+func (c *ctx) unchanged() { c.stamped = true }
 
 // eachWrittenKey calls f with each key in args that a write command
 // changes in the database it runs in: its keys, but for the sources of

@@ -90,6 +90,7 @@ func (c *ctx) expire(args [][]byte, unit int64, relative bool) {
 	}
 	e := c.get(args[1])
 	if e == nil || !expireAllowed(cond, e.expireAt, when) {
+		c.unchanged()
 		c.w.Int(0)
 		return
 	}
@@ -180,6 +181,7 @@ func roundToSeconds(t int64) int64 {
 func persist(c *ctx, args [][]byte) {
 	e := c.get(args[1])
 	if e == nil || e.expireAt == 0 {
+		c.unchanged()
 		c.w.Int(0)
 		return
 	}
