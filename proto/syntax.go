@@ -301,6 +301,7 @@ var argTypes = map[string]ArgType{
 	"index": ArgInteger, "index1": ArgInteger, "index2": ArgInteger, "db": ArgInteger,
 	"destination-db": ArgInteger, "cursor": ArgInteger, "protover": ArgInteger,
 	"client-id": ArgInteger, "bit": ArgInteger, "port": ArgInteger, "numreplicas": ArgInteger,
+	"ttl": ArgInteger, "frequency": ArgInteger,
 }
 
 // commandArgTypes are the types that depend on the command: "value" is a

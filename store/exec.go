@@ -10,7 +10,7 @@ type handler func(c *ctx, args [][]byte)
 // handlers maps command IDs (proto.Spec.ID) to their implementation.
 var handlers = func() []handler {
 	hs := make([]handler, len(proto.Commands))
-	for _, group := range []map[string]handler{bitmapCommands, stringCommands, keyCommands, bitTimerCommands, historyCommands, {"watchcheck": watchcheck}} {
+	for _, group := range []map[string]handler{bitmapCommands, stringCommands, keyCommands, dumpCommands, bitTimerCommands, historyCommands, {"watchcheck": watchcheck}} {
 		for name, h := range group {
 			spec := proto.Lookup([]byte(name))
 			if spec == nil {
