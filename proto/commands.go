@@ -616,6 +616,8 @@ var table = []*Spec{
 		Summary:    "Asynchronously rewrite the append-only file",
 		Complexity: "O(1)",
 		Syntax:     ""},
+	{Name: "monitor", Arity: 1, Flags: Admin | NoScript | Loading | Stale, Group: "server", Since: "1.0.0",
+		Summary: "Listen for all requests received by the server in real time"},
 	{Name: "lastsave", Arity: 1, Flags: Loading | Stale | Fast, ACL: CatAdmin | CatDangerous, Group: "server", Since: "1.0.0",
 		Summary:    "Get the UNIX time stamp of the last successful save to disk",
 		Complexity: "O(1)",

@@ -91,6 +91,12 @@ type client struct {
 
 	// ps is the pub/sub state, nil unless the client has subscriptions.
 	ps *subscriptions
+	// monitoring is set by MONITOR, until RESET.
+	monitoring bool
+	// box is the queue the client's output goes through while it is
+	// subscribed or monitors, which other connections write to too; nil
+	// otherwise.
+	box *outbox
 
 	counters []counter // per command ID, for INFO commandstats
 
@@ -150,7 +156,7 @@ const maxBatchInput = 1 << 20
 // same loop with one read a request fewer.
 func (c *client) serve() {
 	defer c.nc.Close()
-	defer c.leavePubSub()
+	defer c.leaveModes()
 	// A connection an event loop handed over may come with replies not
 	// yet written and input not yet handled.
 	if c.writeOut() != nil || (len(c.in) > 0 && !c.consume(false)) {
@@ -403,14 +409,14 @@ func (c *client) limits() proto.Limits {
 }
 
 // writeOut sends the replies gathered so far, or queues them in the
-// outbox of a subscribed client.
+// client's outbox while it has one.
 func (c *client) writeOut() error {
 	if c.out.Len() == 0 {
 		return nil
 	}
 	var err error
-	if c.ps != nil {
-		err = c.ps.box.send(c.out.B)
+	if c.box != nil {
+		err = c.box.send(c.out.B)
 	} else {
 		_, err = c.nc.Write(c.out.B)
 	}
@@ -442,8 +448,13 @@ func (c *client) dispatch(spec *proto.Spec, args [][]byte) {
 	if c.ps != nil && c.refuseSubscribed(spec, args) {
 		return
 	}
+	if c.monitoring && spec.Flags&(proto.ReadOnly|proto.Write) != 0 {
+		c.reject(spec, errMonitorKeyspace)
+		return
+	}
 	if at != nil || readsHistory(spec, args) {
 		c.historyCommand(spec, args, at)
+		c.feedMonitors(c.db, spec, args)
 		return
 	}
 	if c.multi && spec.Flags&proto.NoMulti != 0 {
@@ -456,10 +467,12 @@ func (c *client) dispatch(spec *proto.Spec, args [][]byte) {
 	}
 	if store.Handles(spec) {
 		c.pending = append(c.pending, store.Command{DB: c.db, Args: args, Spec: spec})
+		c.feedMonitors(c.db, spec, args)
 		return
 	}
 	c.flushPending()
 	c.runServerCommand(spec, args)
+	c.feedMonitors(c.db, spec, args)
 }
 
 // lookup is proto.Lookup with a cache of one name, spelled as sent.
@@ -642,7 +655,7 @@ func needsGoroutine(spec *proto.Spec) bool {
 		return false
 	}
 	switch spec.Name {
-	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "raft", "failover", "info", "role", "wait":
+	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor", "raft", "failover", "info", "role", "wait":
 		return true
 	}
 	return false

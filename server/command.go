@@ -162,7 +162,9 @@ func writeCommandDocs(w *proto.Writer, spec *proto.Spec) {
 		{"summary", bulkValue(spec.Summary)},
 		{"since", bulkValue(spec.Since)},
 		{"group", bulkValue(spec.Group)},
-		{"complexity", bulkValue(spec.Complexity)},
+	}
+	if spec.Complexity != "" { // MONITOR has none
+		fields = append(fields, field{"complexity", bulkValue(spec.Complexity)})
 	}
 	if len(spec.DocFlags) > 0 {
 		fields = append(fields, field{"doc_flags", func(w *proto.Writer) { writeSimpleArray(w, spec.DocFlags) }})

@@ -46,6 +46,7 @@ func init() {
 		"wait":      wait,
 		"failover":  failover,
 		"raft":      raftCommand,
+		"monitor":   monitor,
 
 		"save":         save,
 		"bgsave":       bgsave,
@@ -134,7 +135,7 @@ func quit(c *client, _ [][]byte) {
 }
 
 func reset(c *client, _ [][]byte) {
-	c.leavePubSub()
+	c.leaveModes()
 	c.multi, c.multiErr, c.queued, c.watched = false, false, nil, nil
 	c.db = 0
 	c.authed = c.s.settings.config().RequirePass == ""
@@ -374,10 +375,12 @@ func exec(c *client, _ [][]byte) {
 	for _, q := range queued {
 		if store.Handles(q.spec) {
 			c.out.Raw(replies.Reply(next))
+			c.feedMonitors(batch[next].DB, q.spec, q.args)
 			next++
 			continue
 		}
 		c.runServerCommand(q.spec, q.args)
+		c.feedMonitors(c.db, q.spec, q.args)
 	}
 	c.inExec = false
 }

@@ -192,7 +192,6 @@ func (h *hub) counts() (channels, patterns int) {
 // subscription to its last unsubscription. Only the client's goroutine
 // touches it.
 type subscriptions struct {
-	box      *outbox
 	channels map[string]struct{}
 	patterns map[string]struct{}
 }
@@ -223,9 +222,8 @@ func punsubscribeCommand(c *client, args [][]byte) { c.unsubscribe("punsubscribe
 // confirms each, as SUBSCRIBE and PSUBSCRIBE do.
 func (c *client) subscribe(kind string, patterns bool, names [][]byte) {
 	if c.ps == nil {
-		box := newOutbox(c.nc, c.s.pubsub.outputLimit())
-		c.s.goFunc(box.run)
-		c.ps = &subscriptions{box: box, channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
+		c.openBox(c.s.pubsub.outputLimit())
+		c.ps = &subscriptions{channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
 	}
 	set := c.ps.set(patterns)
 	var added []string
@@ -239,7 +237,7 @@ func (c *client) subscribe(kind string, patterns bool, names [][]byte) {
 	// Counted before the confirmations go out: a client that read them
 	// finds itself subscribed in CLIENT LIST.
 	c.noteSubscriptions()
-	c.s.pubsub.change(c.ps.box, patterns, true, added, c.out.B)
+	c.s.pubsub.change(c.box, patterns, true, added, c.out.B)
 	c.out.Reset()
 }
 
@@ -268,11 +266,11 @@ func (c *client) unsubscribe(kind string, patterns bool, names [][]byte) {
 		c.confirm(kind, n, c.ps.count())
 	}
 	c.noteSubscriptions() // as in subscribe
-	c.s.pubsub.change(c.ps.box, patterns, false, removed, c.out.B)
+	c.s.pubsub.change(c.box, patterns, false, removed, c.out.B)
 	c.out.Reset()
 	if c.ps.count() == 0 {
-		c.ps.box.finish()
 		c.ps = nil
+		c.closeBox()
 	}
 }
 
@@ -316,17 +314,17 @@ func (c *client) confirm(kind string, name []byte, count int) {
 }
 
 // leavePubSub drops all the client's subscriptions without replies (for
-// RESET, and when the connection ends) and waits until the output queued
-// in its outbox is written.
+// RESET, and when the connection ends) and, unless the client monitors,
+// waits until the output queued in its outbox is written.
 func (c *client) leavePubSub() {
 	if c.ps == nil {
 		return
 	}
 	h := &c.s.pubsub
-	h.change(c.ps.box, false, false, slices.Collect(maps.Keys(c.ps.channels)), nil)
-	h.change(c.ps.box, true, false, slices.Collect(maps.Keys(c.ps.patterns)), nil)
-	c.ps.box.finish()
+	h.change(c.box, false, false, slices.Collect(maps.Keys(c.ps.channels)), nil)
+	h.change(c.box, true, false, slices.Collect(maps.Keys(c.ps.patterns)), nil)
 	c.ps = nil
+	c.closeBox()
 	c.noteSubscriptions()
 }
 

@@ -37,6 +37,7 @@ type Server struct {
 	stats    stats
 	slowlog  slowlog
 	pubsub   hub
+	monitors monitorHub
 
 	mu struct {
 		sync.Mutex

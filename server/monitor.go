@@ -1,0 +1,187 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/presenced/presenced/proto"
+)
+
+// monitorHub holds the outboxes of the connections in MONITOR mode: every
+// command this node's clients run is copied to each, as a status line.
+type monitorHub struct {
+	active atomic.Int32 // the number of boxes: commands check it alone
+	mu     sync.Mutex
+	boxes  map[*outbox]struct{}
+}
+
+// monitorOutputLimit is the most output a monitoring connection may have
+// waiting: Redis's hard limit for its replica class, which monitors are
+// in.
+const monitorOutputLimit = 256 << 20
+
+// errMonitorKeyspace refuses a monitoring connection's reads and writes.
+const errMonitorKeyspace = "ERR Replica can't interact with the keyspace"
+
+// monitor is MONITOR: from now on the connection receives a line for each
+// command that a client of this node runs (not other nodes' forwarded
+// writes), until RESET or QUIT. As in Redis, it answers nothing when the
+// connection monitors already, and a transaction may not run it.
+func monitor(c *client, _ [][]byte) {
+	switch {
+	case c.inExec:
+		c.out.Error("ERR MONITOR isn't allowed for DENY BLOCKING client")
+		return
+	case c.monitoring:
+		return
+	}
+	c.openBox(monitorOutputLimit)
+	c.monitoring = true
+	h := &c.s.monitors
+	h.mu.Lock()
+	if h.boxes == nil {
+		h.boxes = map[*outbox]struct{}{}
+	}
+	h.boxes[c.box] = struct{}{}
+	h.active.Store(int32(len(h.boxes)))
+	// Confirmed before any command is copied to the connection.
+	c.out.OK()
+	c.box.push(c.out.B)
+	c.out.Reset()
+	h.mu.Unlock()
+}
+
+// leaveModes ends MONITOR and the subscriptions (for RESET, and when the
+// connection ends).
+func (c *client) leaveModes() {
+	if c.monitoring {
+		h := &c.s.monitors
+		h.mu.Lock()
+		delete(h.boxes, c.box)
+		h.active.Store(int32(len(h.boxes)))
+		h.mu.Unlock()
+		c.monitoring = false
+	}
+	c.leavePubSub()
+	c.closeBox()
+}
+
+// openBox gives the client an outbox that holds at most limit bytes, if
+// it has none.
+func (c *client) openBox(limit int) {
+	if c.box == nil {
+		c.box = newOutbox(c.nc, limit)
+		c.s.goFunc(c.box.run)
+	}
+}
+
+// closeBox waits until the client's outbox has written what it holds and
+// drops it, once neither subscriptions nor MONITOR need it.
+func (c *client) closeBox() {
+	if c.box != nil && c.ps == nil && !c.monitoring {
+		c.box.finish()
+		c.box = nil
+	}
+}
+
+// feedMonitors copies a command the client ran in database db to the
+// monitoring connections, as Redis does: not another node's forwarded
+// writes, nor administrative commands, whose arguments may be secrets.
+// Without a monitoring connection it costs a command one load.
+func (c *client) feedMonitors(db int, spec *proto.Spec, args [][]byte) {
+	if c.s.monitors.active.Load() != 0 && !c.peer {
+		c.feed(db, spec, args)
+	}
+}
+
+// feed is feedMonitors once a connection monitors.
+func (c *client) feed(db int, spec *proto.Spec, args [][]byte) {
+	h := &c.s.monitors
+	if spec = statOf(spec, args); spec == nil || spec.Flags&proto.Admin != 0 {
+		return // an unknown subcommand, which Redis refuses before running
+	}
+	line := monitorLine(time.Now(), db, c.nc.RemoteAddr().String(), args)
+	if c.monitoring {
+		// Redis copies a command after its reply: a monitoring connection
+		// reads its own reply first. It runs no keyspace command, so its
+		// replies so far are all there are.
+		c.writeOut()
+	}
+	h.mu.Lock()
+	for box := range h.boxes {
+		box.push(line)
+	}
+	h.mu.Unlock()
+}
+
+// monitorLine is MONITOR's line for a command: the time, the database and
+// the client's address, then each argument quoted, passwords redacted.
+func monitorLine(now time.Time, db int, addr string, args [][]byte) []byte {
+	b := append([]byte{'+'}, strconv.FormatInt(now.Unix(), 10)...)
+	b = append(b, '.')
+	usec := strconv.Itoa(now.Nanosecond() / 1000)
+	b = append(append(b, "000000"[len(usec):]...), usec...)
+	b = append(append(append(append(b, " ["...), strconv.Itoa(db)...), ' '), addr...)
+	b = append(b, ']')
+	from, to := secretArgs(args)
+	for i, a := range args {
+		b = append(b, ' ')
+		if i >= from && i < to {
+			b = append(b, `"(redacted)"`...)
+			continue
+		}
+		b = appendRepr(b, a)
+	}
+	return append(b, "\r\n"...)
+}
+
+// secretArgs returns the arguments [from, to) that MONITOR shows as
+// "(redacted)", as Redis redacts them: AUTH's, and HELLO's after AUTH.
+func secretArgs(args [][]byte) (from, to int) {
+	is := func(a []byte, name string) bool { return strings.EqualFold(string(a), name) }
+	switch {
+	case is(args[0], "auth"):
+		return 1, len(args)
+	case is(args[0], "hello"):
+		for i := 2; i < len(args); i++ {
+			switch {
+			case is(args[i], "auth"):
+				return i + 1, min(i+3, len(args))
+			case is(args[i], "setname"):
+				i++
+			}
+		}
+	}
+	return 0, 0
+}
+
+// appendRepr appends s quoted as Redis's sdscatrepr quotes it.
+func appendRepr(b, s []byte) []byte {
+	b = append(b, '"')
+	for _, x := range s {
+		switch x {
+		case '\\', '"':
+			b = append(b, '\\', x)
+		case '\n':
+			b = append(b, `\n`...)
+		case '\r':
+			b = append(b, `\r`...)
+		case '\t':
+			b = append(b, `\t`...)
+		case '\a':
+			b = append(b, `\a`...)
+		case '\b':
+			b = append(b, `\b`...)
+		default:
+			if x >= ' ' && x <= '~' {
+				b = append(b, x)
+			} else {
+				b = append(b, '\\', 'x', "0123456789abcdef"[x>>4], "0123456789abcdef"[x&15])
+			}
+		}
+	}
+	return append(b, '"')
+}

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/presenced/presenced/server/redisserver"
+)
+
+// TestMonitor runs the same commands under MONITOR against redis-server
+// and presenced and compares the lines the monitoring connection gets,
+// times and ports aside.
+func TestMonitor(t *testing.T) {
+	want := monitorScenario(t, redisserver.StartForTest(t, redisserver.Options{}).Addr())
+	got := monitorScenario(t, startServer(t).Addr())
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("MONITOR's lines:\n%s\nredis-server's:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(want) < 15 {
+		t.Errorf("only %d lines: %q", len(want), want)
+	}
+}
+
+// monitorLinePrefix is the time and address of a MONITOR line.
+var monitorLinePrefix = regexp.MustCompile(`^\+\d+\.\d{6} \[(\d+) ([0-9.]+):(\d+)\] `)
+
+// monitorScenario runs commands on addr while a connection monitors, and
+// returns what that connection read, with the times left out and the
+// addresses named.
+func monitorScenario(t *testing.T, addr string) []string {
+	mon, c := dial(t, addr), dial(t, addr)
+	names := map[string]string{
+		mon.conn.NetConn().LocalAddr().String(): "monitor",
+		c.conn.NetConn().LocalAddr().String():   "client",
+	}
+	mon.expect("+OK\r\n", "MONITOR")
+	mon.send(redisserver.AppendCommand(nil, "MONITOR")) // no reply: it monitors already
+	for _, cmd := range [][]string{
+		{"SET", "k", "a b\"c\n\x01\\"}, {"get", "k"}, {"AUTH", "secret"}, {"HELLO", "2", "AUTH", "default", "pw", "SETNAME", "n"},
+		{"CONFIG", "GET", "maxclients"}, {"CLIENT", "SETNAME", "x"}, {"CLIENT", "KILL", "ID", "999999"}, {"CLIENT", "NOSUCH"},
+		{"NOSUCH"}, {"GET"}, {"SETBIT", "k", "100000000000", "1"},
+		{"MULTI"}, {"SET", "x", "1"}, {"SELECT", "2"}, {"GET", "y"}, {"EXEC"},
+		{"PING"}, {"SELECT", "0"}, {"ECHO", "client done"},
+	} {
+		c.do(cmd...)
+	}
+	mon.send(redisserver.AppendCommand(nil, "GET", "z"))
+	mon.send(redisserver.AppendCommand(nil, "ECHO", "monitor done"))
+	var lines []string
+	for len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "[0 monitor] ") {
+		line := strings.TrimSuffix(mon.reply(), "\r\n")
+		if m := monitorLinePrefix.FindStringSubmatch(line); m != nil {
+			line = "[" + m[1] + " " + names[m[2]+":"+m[3]] + "] " + line[len(m[0]):]
+		}
+		lines = append(lines, line)
+	}
+	mon.expect("+RESET\r\n", "RESET")
+	mon.expect("$-1\r\n", "GET", "z")
+	return lines
+}
+
+// TestMonitorOfACluster monitors a leader and a follower: each shows the
+// commands its own clients sent, a write forwarded from the follower
+// only on the follower.
+func TestMonitorOfACluster(t *testing.T) {
+	_, l, f := leaderAndFollower(t)
+	ml, mf := dial(t, l.Addr()), dial(t, f.Addr())
+	ml.expect("+OK\r\n", "MONITOR")
+	mf.expect("+OK\r\n", "MONITOR")
+	dial(t, f.Addr()).expect("+OK\r\n", "SET", "k", "from the follower")
+	dial(t, l.Addr()).expect("$4\r\ndone\r\n", "ECHO", "done")
+	dial(t, f.Addr()).expect("$4\r\ndone\r\n", "ECHO", "done")
+	for _, tc := range []struct {
+		mon  *respConn
+		want []string
+	}{
+		{ml, []string{`"ECHO" "done"`}},
+		{mf, []string{`"SET" "k" "from the follower"`, `"ECHO" "done"`}},
+	} {
+		for _, want := range tc.want {
+			if line := tc.mon.reply(); !strings.HasSuffix(line, "] "+want+"\r\n") {
+				t.Errorf("MONITOR line %q, want one of %s", line, want)
+			}
+		}
+	}
+}
