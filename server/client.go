@@ -108,6 +108,7 @@ type client struct {
 		db                    int
 		multi                 int
 		sub, psub             int // subscriptions to channels, patterns
+		monitoring            bool
 	}
 }
 

@@ -346,7 +346,7 @@ func (c *client) describe(now time.Time) string {
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=2 lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.info.name,
 		int64(now.Sub(c.created).Seconds()), int64(now.Sub(c.info.lastActive).Seconds()),
-		clientFlags(c.info.sub+c.info.psub), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, c.info.libName, c.info.libVer)
+		clientFlags(c.info.sub+c.info.psub, c.info.monitoring), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, c.info.libName, c.info.libVer)
 }
 
 func configCommand(c *client, args [][]byte) {

@@ -39,7 +39,7 @@ func monitor(c *client, _ [][]byte) {
 		return
 	}
 	c.openBox(monitorOutputLimit)
-	c.monitoring = true
+	c.setMonitoring(true)
 	h := &c.s.monitors
 	h.mu.Lock()
 	if h.boxes == nil {
@@ -63,10 +63,18 @@ func (c *client) leaveModes() {
 		delete(h.boxes, c.box)
 		h.active.Store(int32(len(h.boxes)))
 		h.mu.Unlock()
-		c.monitoring = false
+		c.setMonitoring(false)
 	}
 	c.leavePubSub()
 	c.closeBox()
+}
+
+// setMonitoring sets monitoring, and what CLIENT LIST shows of it.
+func (c *client) setMonitoring(on bool) {
+	c.monitoring = on
+	c.info.Lock()
+	c.info.monitoring = on
+	c.info.Unlock()
 }
 
 // openBox gives the client an outbox that holds at most limit bytes, if

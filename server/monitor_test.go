@@ -2,6 +2,7 @@ package server
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,8 +35,12 @@ func monitorScenario(t *testing.T, addr string) []string {
 		mon.conn.NetConn().LocalAddr().String(): "monitor",
 		c.conn.NetConn().LocalAddr().String():   "client",
 	}
+	monID := strconv.FormatInt(intBody(t, mon.do("CLIENT", "ID")), 10)
 	mon.expect("+OK\r\n", "MONITOR")
 	mon.send(redisserver.AppendCommand(nil, "MONITOR")) // no reply: it monitors already
+	if flags := clientField(bulkBody(t, c.do("CLIENT", "LIST", "ID", monID)), "flags"); flags != "O" {
+		t.Errorf("%s: CLIENT LIST flags of the monitoring connection %q, want O", addr, flags)
+	}
 	for _, cmd := range [][]string{
 		{"SET", "k", "a b\"c\n\x01\\"}, {"get", "k"}, {"AUTH", "secret"}, {"HELLO", "2", "AUTH", "default", "pw", "SETNAME", "n"},
 		{"CONFIG", "GET", "maxclients"}, {"CLIENT", "SETNAME", "x"}, {"CLIENT", "KILL", "ID", "999999"}, {"CLIENT", "NOSUCH"},

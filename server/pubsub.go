@@ -423,10 +423,18 @@ func (c *client) clientType() string {
 }
 
 // clientFlags is the flags field of CLIENT LIST for a client with n
-// subscriptions: P for a subscriber, N (none) otherwise.
-func clientFlags(n int) string {
-	if n > 0 {
-		return "P"
+// subscriptions, monitoring or not: O for a monitor, P for a subscriber,
+// in Redis's order, N for none.
+func clientFlags(n int, monitoring bool) string {
+	flags := ""
+	if monitoring {
+		flags += "O"
 	}
-	return "N"
+	if n > 0 {
+		flags += "P"
+	}
+	if flags == "" {
+		return "N"
+	}
+	return flags
 }
