@@ -562,6 +562,7 @@ var table = []*Spec{
 				ArgSince:           map[string]string{"ID": "2.8.12", "TYPE": "2.8.12", "MASTER": "3.2.0", "REPLICA": "5.0.0", "LADDR": "6.2.0"},
 				ArgDeprecatedSince: map[string]string{"ip:port": "2.8.12"},
 				Syntax:             "<ip:port | <[ID client-id] | [TYPE <NORMAL | MASTER | SLAVE | REPLICA | PUBSUB>] | [USER username] | [ADDR ip:port] | [LADDR ip:port] | [SKIPME yes/no] ...>>"},
+			{Name: "unblock", Since: "5.0.0", Complexity: "O(log N) where N is the number of client connections", Arity: -3, Flags: Admin | NoScript | Loading | Stale, Summary: "Unblock a client blocked in a blocking command from a different connection", Syntax: "client-id [TIMEOUT | ERROR]"},
 			{Name: "list", ArgSince: map[string]string{"TYPE": "5.0.0", "ID": "6.2.0"}, Complexity: "O(N) where N is the number of client connections", History: [][2]string{{"2.8.12", "Added unique client `id` field."}, {"5.0.0", "Added optional `TYPE` filter."}, {"6.0.0", "Added `user` field."}, {"6.2.0", "Added `argv-mem`, `tot-mem`, `laddr` and `redir` fields and the optional `ID` filter."}, {"7.0.0", "Added `resp`, `multi-mem`, `rbs` and `rbp` fields."}, {"7.0.3", "Added `ssub` field."}}, Arity: -2, Flags: Admin | NoScript | Loading | Stale, Summary: "Get the list of client connections", Syntax: "[TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] [ID client-id [client-id ...]]"},
 		}},
 	{Name: "select", Arity: 2, Flags: Loading | Stale | Fast, Group: "connection", Since: "1.0.0",

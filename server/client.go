@@ -53,6 +53,10 @@ type client struct {
 	// killed is set by CLIENT KILL from another connection: handleInput
 	// runs nothing more.
 	killed atomic.Bool
+	// blocked is set while WAIT waits; CLIENT UNBLOCK, from another
+	// connection, clears it and sends unblock whether to answer an error.
+	blocked atomic.Bool
+	unblock chan bool
 
 	// peer marks another node's connection: its writes are applied here
 	// or refused, never forwarded again.
@@ -139,6 +143,7 @@ func newClient(s *Server, nc net.Conn, peer bool) *client {
 		created:  time.Now(),
 		in:       make([]byte, 0, readChunk),
 		counters: make([]counter, len(proto.Counted)),
+		unblock:  make(chan bool, 1),
 	}
 	c.authed = s.settings.config().RequirePass == ""
 	c.info.lastActive = c.created

@@ -92,3 +92,38 @@ func clientKillScenario(t *testing.T, addr string) {
 	admin.expect("+OK\r\n", "CLIENT", "KILL", local(admin))
 	admin.expectClosed()
 }
+
+// TestClientUnblock ends WAITs with CLIENT UNBLOCK, as a timeout and as
+// an error, against redis-server and a standalone presenced.
+func TestClientUnblock(t *testing.T) {
+	for name, addr := range map[string]string{
+		"redis-server": redisserver.StartForTest(t, redisserver.Options{}).Addr(),
+		"presenced":    startServer(t).Addr(),
+	} {
+		admin, waiting := dial(t, addr), dial(t, addr)
+		id := strconv.FormatInt(intBody(t, waiting.do("CLIENT", "ID")), 10)
+		admin.expect(":0\r\n", "CLIENT", "UNBLOCK", id)
+		admin.expect("-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n", "CLIENT", "UNBLOCK", id, "SOON")
+		admin.expect("-ERR value is not an integer or out of range\r\n", "CLIENT", "UNBLOCK", "x")
+		for _, tc := range []struct{ reason, reply string }{
+			{"", ":0\r\n"}, {"TIMEOUT", ":0\r\n"}, {"error", "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"},
+		} {
+			waiting.send(redisserver.AppendCommand(nil, "WAIT", "1", "0"))
+			unblock := []string{"CLIENT", "UNBLOCK", id}
+			if tc.reason != "" {
+				unblock = append(unblock, tc.reason)
+			}
+			// CLIENT LIST flags the connection b once its WAIT blocks.
+			for i := 0; clientField(bulkBody(t, admin.do("CLIENT", "LIST", "ID", id)), "flags") != "b"; i++ {
+				if i == 10000 {
+					t.Fatalf("%s: WAIT 1 0 never shows as blocked: it answered %q", name, waiting.reply())
+				}
+			}
+			admin.expect(":1\r\n", unblock...)
+			if got := waiting.reply(); got != tc.reply {
+				t.Errorf("%s: WAIT after CLIENT UNBLOCK %s: %q, want %q", name, tc.reason, got, tc.reply)
+			}
+		}
+		waiting.expect("+PONG\r\n", "PING")
+	}
+}

@@ -151,6 +151,8 @@ func clientCommand(c *client, args [][]byte) {
 		clientList(c, args)
 	case "kill":
 		clientKill(c, args)
+	case "unblock":
+		clientUnblock(c, args)
 	default:
 		c.help("CLIENT",
 			"GETNAME", "    Return the name of the current connection.",
@@ -165,7 +167,8 @@ func clientCommand(c *client, args [][]byte) {
 			"    * SKIPME (YES|NO)", "      Skip killing current connection (default: yes).",
 			"LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]", "    Return information about client connections.",
 			"SETINFO <option> <value>", "    Set client meta attr. Options are:",
-			"SETNAME <name>", "    Assign the name <name> to the current connection.")
+			"SETNAME <name>", "    Assign the name <name> to the current connection.",
+			"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.")
 	}
 }
 
@@ -295,6 +298,37 @@ func clientKill(c *client, args [][]byte) {
 	}
 }
 
+// clientUnblock is CLIENT UNBLOCK client-id [TIMEOUT | ERROR]: it ends
+// the WAIT the client blocks in, which answers as at its timeout, or with
+// Redis's UNBLOCKED error, and answers 1; 0 when the client waits for
+// nothing.
+func clientUnblock(c *client, args [][]byte) {
+	withError := false
+	if len(args) == 4 {
+		switch {
+		case strings.EqualFold(string(args[3]), "timeout"):
+		case strings.EqualFold(string(args[3]), "error"):
+			withError = true
+		default:
+			c.out.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	}
+	id, ok := proto.ParseInt(args[2])
+	if !ok {
+		c.out.Error(proto.ErrNotInteger)
+		return
+	}
+	for _, o := range c.s.clientList() {
+		if o.id == id && o.blocked.CompareAndSwap(true, false) {
+			o.unblock <- withError
+			c.out.Int(1)
+			return
+		}
+	}
+	c.out.Int(0)
+}
+
 func clientList(c *client, args [][]byte) {
 	var ids map[int64]bool
 	typ := ""
@@ -346,7 +380,7 @@ func (c *client) describe(now time.Time) string {
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=2 lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.info.name,
 		int64(now.Sub(c.created).Seconds()), int64(now.Sub(c.info.lastActive).Seconds()),
-		clientFlags(c.info.sub+c.info.psub, c.info.monitoring), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, c.info.libName, c.info.libVer)
+		clientFlags(c.info.sub+c.info.psub, c.info.monitoring, c.blocked.Load()), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, c.info.libName, c.info.libVer)
 }
 
 func configCommand(c *client, args [][]byte) {

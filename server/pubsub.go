@@ -423,15 +423,19 @@ func (c *client) clientType() string {
 }
 
 // clientFlags is the flags field of CLIENT LIST for a client with n
-// subscriptions, monitoring or not: O for a monitor, P for a subscriber,
-// in Redis's order, N for none.
-func clientFlags(n int, monitoring bool) string {
+// subscriptions, monitoring or not, blocked or not: O for a monitor, P
+// for a subscriber, b for a client that WAIT blocks, in Redis's order, N
+// for none.
+func clientFlags(n int, monitoring, blocked bool) string {
 	flags := ""
 	if monitoring {
 		flags += "O"
 	}
 	if n > 0 {
 		flags += "P"
+	}
+	if blocked {
+		flags += "b"
 	}
 	if flags == "" {
 		return "N"

@@ -302,7 +302,7 @@ const waitPollMax = 50 * time.Millisecond
 // majority of the voters has it in their logs; WAIT counts the nodes that
 // have also applied it, which reads on them with READONLY then see.
 // Inside MULTI it answers at once, and it stops waiting when the client
-// closes its connection or the server stops.
+// closes its connection, the server stops, or CLIENT UNBLOCK ends it.
 func wait(c *client, args [][]byte) {
 	want, ok := proto.ParseInt(args[1])
 	if !ok {
@@ -333,6 +333,13 @@ func wait(c *client, args [][]byte) {
 		deadline = t.C
 	}
 	pause := time.Millisecond
+	c.blocked.Store(true)
+	unblocked := false
+	defer func() {
+		if !unblocked && !c.blocked.CompareAndSwap(true, false) {
+			<-c.unblock // CLIENT UNBLOCK came as WAIT ended
+		}
+	}()
 	for {
 		n := int64(0)
 		for _, a := range c.s.replicasApplied() {
@@ -351,6 +358,14 @@ func wait(c *client, args [][]byte) {
 		case <-c.s.quit:
 			c.out.Int(n)
 			return
+		case withError := <-c.unblock:
+			unblocked = true
+			if withError {
+				c.out.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+			} else {
+				c.out.Int(n)
+			}
+			return
 		case <-time.After(pause):
 		}
 		if peerClosed(c.nc) {
@@ -366,6 +381,9 @@ func wait(c *client, args [][]byte) {
 // itself, and by asking the others (see cluster.Node.Followers).
 func (s *Server) replicasApplied() []uint64 {
 	node := s.node
+	if node.SoleVoter() {
+		return nil // a standalone node, which has no replicas even before it leads
+	}
 	var applied []uint64
 	leader := node.Config().NodeID
 	if !node.IsLeader() {
