@@ -23,6 +23,7 @@ func (s *Server) watchBitEvents() {
 		} else {
 			s.store.SetEventSink(nil)
 		}
+		s.updateKeyspaceSink()
 	}
 }
 

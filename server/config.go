@@ -43,6 +43,10 @@ type Config struct {
 	// History configures the recorded past of the bitmaps, kept in
 	// Dir/history.db.
 	History HistoryConfig
+	// NotifyKeyspaceEvents is notify-keyspace-events: the keyspace
+	// notifications published, as flags (see keyspace.go); 0, none, by
+	// default.
+	NotifyKeyspaceEvents int
 	// MetricsKeys are glob patterns of the keys whose set bits Collector
 	// reports, e.g. "online:bitmap:*" (see store.Store.BitCounts for what
 	// a pattern costs).

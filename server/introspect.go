@@ -478,6 +478,9 @@ func configSet(c *client, args [][]byte) {
 		c.out.Error(msg)
 		return
 	}
+	if seen["notify-keyspace-events"] {
+		c.s.updateKeyspaceSink()
+	}
 	if seen[bitTTLName] {
 		// The rules go through the log, after the local settings were
 		// checked and installed: a write that fails (no leader) leaves

@@ -38,6 +38,8 @@ type Server struct {
 	slowlog  slowlog
 	pubsub   hub
 	monitors monitorHub
+	// keyspaceFlags is notify-keyspace-events, for the store's sink.
+	keyspaceFlags atomic.Int32
 
 	mu struct {
 		sync.Mutex

@@ -77,6 +77,16 @@ var parameters = []parameter{
 	{name: "slowlog-max-len",
 		get: func(c *Config) string { return strconv.FormatInt(c.SlowlogMaxLen, 10) },
 		set: intSetter(0, 1<<63-1, func(c *Config, n int64) { c.SlowlogMaxLen = n })},
+	{name: "notify-keyspace-events",
+		get: func(c *Config) string { return formatKeyspaceEvents(c.NotifyKeyspaceEvents) },
+		set: func(c *Config, v string) string {
+			flags, ok := parseKeyspaceEvents(v)
+			if !ok {
+				return "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
+			}
+			c.NotifyKeyspaceEvents = flags
+			return ""
+		}},
 	{name: "hz", get: func(c *Config) string { return strconv.Itoa(c.hz()) }},
 	{name: "save", get: func(*Config) string { return "" }},
 	{name: "appendonly", get: func(c *Config) string { return yesNo(c.Cluster.AppendOnly) }},

@@ -91,6 +91,9 @@ func bitfieldGeneric(c *ctx, args [][]byte, readOnly bool) {
 		c.fieldWritten(e, args[1], op.off, op.bits, ttl)
 		c.w.Int(int64(ret))
 	}
+	if !c.stamped {
+		c.notify('$', "setbit", args[1])
+	}
 }
 
 // fieldGet reads op's field of e (zero when e is nil) as an integer.

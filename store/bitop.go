@@ -106,13 +106,16 @@ func bitop(c *ctx, args [][]byte) {
 	}
 	srcs, n := c.bitopSources(args[3:])
 	if n == 0 {
-		if !c.del(args[2]) {
+		if c.del(args[2]) {
+			c.notify('g', "del", args[2])
+		} else {
 			c.unchanged()
 		}
 		c.w.Int(0)
 		return
 	}
 	c.put(args[2], value{bm: op.f(srcs, uint64(n)*8), n: n})
+	c.notify('$', "set", args[2])
 	c.w.Int(n)
 }
 

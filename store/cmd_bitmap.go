@@ -72,6 +72,9 @@ func setbit(c *ctx, args [][]byte) {
 			c.unchanged() // as Redis: neither a new bit value nor a longer string
 		}
 	}
+	if !c.stamped {
+		c.notify('$', "setbit", args[1])
+	}
 	c.w.Bit(old)
 }
 
@@ -103,10 +106,16 @@ func (c *ctx) setbitRun(cmds []Command, out *Replies) int {
 	n := e.v.length()
 	var old [probeChunk]bool
 	e.v.setBits(offs, old[:len(offs)])
+	length := n // as each SETBIT of the run left the string
 	for i, off := range offs {
 		c.setbitTimers(e, key, off, true, old[i])
 		c.w.Bit(old[i])
 		out.Ends = append(out.Ends, out.Len())
+		grew := int64(off/8)+1 > length
+		length = max(length, int64(off/8)+1)
+		if (i == 0 && changed) || !old[i] || grew {
+			c.notify('$', "setbit", key) // as exec would for this one
+		}
 		changed = changed || !old[i]
 	}
 	if changed || e.v.length() != n {

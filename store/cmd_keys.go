@@ -69,6 +69,7 @@ func del(c *ctx, args [][]byte) {
 	for _, k := range args[1:] {
 		if c.del(k) {
 			c.touch(c.dbIndex, k)
+			c.notify('g', "del", k)
 			n++
 		}
 	}
@@ -114,8 +115,13 @@ func renameHandler(nx bool) handler {
 			c.unchanged()
 			c.w.Int(0)
 		default:
+			if c.get(args[2]) != nil {
+				c.dropIn(c.dbIndex, args[2])
+			}
 			c.db.remove(src)
 			c.putIn(c.dbIndex, string(args[2]), src.v, src.expireAt)
+			c.notify('g', "rename_from", args[1])
+			c.notify('g', "rename_to", args[2])
 			c.replyRenamed(nx, true)
 		}
 	}
@@ -205,7 +211,9 @@ func copyCmd(c *ctx, args [][]byte) {
 	if v.encoding() == "int" {
 		v.enc = encUnsharedInt // Redis duplicates the shared integer
 	}
+	c.dropIn(dst, args[2])
 	c.putIn(dst, string(args[2]), v, src.expireAt)
+	c.notifyIn(dst, 'g', "copy_to", args[2])
 	c.touch(dst, args[2])
 	c.mark(dst, args[2])
 	c.w.Int(1)
@@ -228,6 +236,8 @@ func move(c *ctx, args [][]byte) {
 	}
 	c.db.remove(e)
 	c.putIn(dst, e.key, e.v, e.expireAt)
+	c.notify('g', "move_from", args[1])
+	c.notifyIn(dst, 'g', "move_to", args[1])
 	c.touch(dst, args[1])
 	c.mark(dst, args[1])
 	c.w.Int(1)

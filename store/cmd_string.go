@@ -158,6 +158,10 @@ func (c *ctx) setGeneric(args [][]byte, key, val []byte, o strOptions) (replied,
 		at = e.expireAt
 	}
 	c.store(key, e, rawValue(bytes.Clone(val)), at)
+	c.notify('$', "set", key)
+	if o.expire != nil {
+		c.notify('g', "expire", key)
+	}
 	return getOld, true
 }
 
@@ -239,10 +243,13 @@ func getex(c *ctx, args [][]byte) {
 	switch {
 	case at != 0 && at <= c.now:
 		c.db.remove(e) // EXAT/PXAT in the past delete the key
+		c.notify('g', "del", args[1])
 	case at != 0:
 		c.setExpire(e, at)
+		c.notify('g', "expire", args[1])
 	case o.flags&optPersist != 0 && e.expireAt != 0:
 		c.setExpire(e, 0)
+		c.notify('g', "persist", args[1])
 	default: // no option, or PERSIST of a key without a TTL
 		c.unchanged()
 	}
@@ -253,6 +260,7 @@ func getdel(c *ctx, args [][]byte) {
 	c.writeValue(e)
 	if e != nil {
 		c.db.remove(e)
+		c.notify('g', "del", args[1])
 	} else {
 		c.unchanged()
 	}
@@ -279,6 +287,7 @@ func (c *ctx) msetPairs(args [][]byte) bool {
 func (c *ctx) msetAll(args [][]byte) {
 	for i := 1; i < len(args); i += 2 {
 		c.store(args[i], c.get(args[i]), rawValue(bytes.Clone(args[i+1])), 0)
+		c.notify('$', "set", args[i])
 	}
 }
 
@@ -316,6 +325,7 @@ func appendCmd(c *ctx, args [][]byte) {
 		// Appending adds bits after the end, so no armed bit is cleared.
 		e.v.appendBytes(args[2])
 	}
+	c.notify('$', "append", args[1])
 	c.w.Int(e.v.length())
 }
 
@@ -395,6 +405,7 @@ func setrange(c *ctx, args [][]byte) {
 	}
 	e.v.setRange(off, val)
 	c.dropCleared(e, uint64(off)*8, uint64(off+int64(len(val)))*8)
+	c.notify('$', "setrange", args[1])
 	c.w.Int(e.v.length())
 }
 
@@ -444,5 +455,6 @@ func (c *ctx) incrBy(key []byte, by int64) {
 		at = e.expireAt
 	}
 	c.store(key, e, rawValue(proto.AppendInt(nil, n)), at)
+	c.notify('$', "incrby", key)
 	c.w.Int(n)
 }

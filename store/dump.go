@@ -133,18 +133,24 @@ func restore(c *ctx, args [][]byte) {
 		c.w.Error(errBadData)
 		return
 	}
-	existed := replace && c.del(args[1])
+	existed := replace && c.get(args[1]) != nil
+	if existed {
+		c.dropIn(c.dbIndex, args[1])
+	}
 	if ttl != 0 && !absTTL {
 		ttl += c.now // wraps as Redis's does, to a deadline that has passed
 	}
 	if ttl != 0 && ttl <= c.now {
-		if !existed {
+		if existed {
+			c.notify('g', "del", args[1])
+		} else {
 			c.unchanged()
 		}
 		c.w.OK()
 		return
 	}
 	c.putIn(c.dbIndex, string(args[1]), rawValue(s), ttl)
+	c.notify('g', "restore", args[1])
 	c.w.OK()
 }
 

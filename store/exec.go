@@ -35,9 +35,10 @@ type ctx struct {
 	dbIndex int
 	now     int64 // unix ms
 	w       *proto.Writer
-	write   bool      // under the write lock, applying at log time
-	sink    EventSink // where the batch's bit events go; nil: nowhere
-	hist    *history  // history's configuration on the write path; nil: off
+	write   bool         // under the write lock, applying at log time
+	sink    EventSink    // where the batch's bit events go; nil: nowhere
+	ksink   KeyspaceSink // where its keyspace events go; nil: nowhere
+	hist    *history     // history's configuration on the write path; nil: off
 	// marked is the key of database markedDB that the latest write of
 	// the Apply marked (see mark), in the store's markedKey; nil when
 	// none did.
@@ -135,6 +136,7 @@ func (c *ctx) getIn(d *db, key []byte) *entry {
 		d.remove(e)
 		c.s.mu.stats.ExpiredKeys++
 		c.s.mu.versions.touch(c.s.dbIndexOf(d), key)
+		c.notifyIn(c.s.dbIndexOf(d), 'x', "expired", key)
 	}
 	return nil
 }
@@ -146,11 +148,14 @@ func (c *ctx) put(key []byte, v value) *entry {
 }
 
 // putIn stores v with deadline expireAt (0: none) under key in database i.
-// The deadlines of v's bits come along (RENAME, MOVE, COPY's copy).
+// The deadlines of v's bits come along (RENAME, MOVE, COPY's copy). A key
+// that was not there is a "new" keyspace event (see dropIn).
 func (c *ctx) putIn(i int, key string, v value, expireAt int64) *entry {
 	d := c.s.mu.dbs[i]
 	if old := d.keys[key]; old != nil {
 		d.remove(old)
+	} else {
+		c.notifyIn(i, 'n', "new", []byte(key))
 	}
 	e := &entry{key: key, v: v}
 	d.add(e)
@@ -160,6 +165,16 @@ func (c *ctx) putIn(i int, key string, v value, expireAt int64) *entry {
 		c.s.scheduleBitsLocked(i, e)
 	}
 	return e
+}
+
+// dropIn removes key from database i without a keyspace event, as Redis
+// deletes a destination it then adds anew (RENAME, COPY REPLACE, RESTORE
+// REPLACE): the add is a "new" event.
+func (c *ctx) dropIn(i int, key []byte) {
+	d := c.s.mu.dbs[i]
+	if e := d.keys[string(key)]; e != nil {
+		d.remove(e)
+	}
 }
 
 // del removes key from the current database and reports whether it was

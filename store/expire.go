@@ -96,8 +96,10 @@ func (c *ctx) expire(args [][]byte, unit int64, relative bool) {
 	}
 	if when <= c.now {
 		c.db.remove(e) // a deadline already passed deletes the key
+		c.notify('g', "del", args[1])
 	} else {
 		c.setExpire(e, when)
+		c.notify('g', "expire", args[1])
 	}
 	c.w.Int(1)
 }
@@ -186,6 +188,7 @@ func persist(c *ctx, args [][]byte) {
 		return
 	}
 	c.setExpire(e, 0)
+	c.notify('g', "persist", args[1])
 	c.w.Int(1)
 }
 

@@ -241,7 +241,7 @@ func (s *Store) markDBLocked(i int) {
 // by boundary whether or not history is recorded: an Apply that spends
 // its expiry budget then stops at the same bit on every replica, with or
 // without history.
-func (s *Store) stepLocked(now int64, events EventSink) {
+func (s *Store) stepLocked(now int64, events EventSink, ksink KeyspaceSink) {
 	h, r := s.mu.hist, &s.mu.rec
 	last := s.mu.now - s.mu.now%HistoryTick
 	switch {
@@ -264,7 +264,7 @@ func (s *Store) stepLocked(now int64, events EventSink) {
 		if b > target {
 			break
 		}
-		s.expireLocked(b)
+		s.expireLocked(b, ksink)
 		s.expireBitsLocked(b, events)
 		if h != nil {
 			s.recordCounts(h, b)

@@ -82,7 +82,8 @@ type Stats struct {
 // Store is the keyspace. It is safe for concurrent use: Apply takes the
 // write lock for a whole batch, Read the read lock.
 type Store struct {
-	sink sinkHolder // where bit events go; see SetEventSink
+	sink  sinkHolder                   // where bit events go; see SetEventSink
+	ksink atomic.Pointer[KeyspaceSink] // where keyspace events go; see SetKeyspaceSink
 	// bitsBehind is set when an Apply left passed bit deadlines or block
 	// bounds for the next one (see BitsBehind).
 	bitsBehind atomic.Bool
@@ -177,16 +178,16 @@ func (s *Store) startApply(now int64) *ctx {
 	if now < s.mu.now {
 		now = s.mu.now // log time never runs backwards
 	}
-	sink := s.sink.load()
+	sink, ksink := s.sink.load(), s.keyspaceSink()
 	s.mu.expiryLeft = expiryBudget
-	s.stepLocked(now, sink)
+	s.stepLocked(now, sink, ksink)
 	s.mu.now = now
-	s.expireLocked(now)
+	s.expireLocked(now, ksink)
 	s.expireBitsLocked(now, sink)
 	h := s.mu.bitHeap
 	s.bitsBehind.Store(len(h) > 0 && passed(h[0].at, unitsUp(now)))
 	c := &s.mu.applyCtx
-	*c = ctx{s: s, now: now, write: true, sink: sink, hist: s.mu.hist}
+	*c = ctx{s: s, now: now, write: true, sink: sink, ksink: ksink, hist: s.mu.hist}
 	return c
 }
 
@@ -287,8 +288,9 @@ func (s *Store) Keyspace() []KeyspaceInfo {
 	return out
 }
 
-// expireLocked removes every key whose TTL passed before now.
-func (s *Store) expireLocked(now int64) {
+// expireLocked removes every key whose TTL passed before now, reporting
+// each to ksink (if not nil) as expired.
+func (s *Store) expireLocked(now int64, ksink KeyspaceSink) {
 	h := &s.mu.expiries
 	for len(*h) > 0 && (*h)[0].at < now {
 		it := heap.Pop(h).(expiryItem)
@@ -304,6 +306,9 @@ func (s *Store) expireLocked(now int64) {
 			s.mu.stats.ExpiredKeys++
 			s.mu.versions.touch(it.db, []byte(e.key))
 			s.markLocked(it.db, e.key)
+			if ksink != nil {
+				ksink(it.db, 'x', "expired", []byte(e.key))
+			}
 		case e.expireAt != 0:
 			s.scheduleLocked(it.db, e)
 		}
