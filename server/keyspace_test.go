@@ -81,3 +81,25 @@ func keyspaceEvents(t *testing.T, addr string) []string {
 	}
 	return events
 }
+
+// TestKeyspaceNotificationsOnEveryNode writes through the leader and
+// reads the events from a follower's subscriber: every node publishes the
+// events of the log it applies.
+func TestKeyspaceNotificationsOnEveryNode(t *testing.T) {
+	_, l, f := leaderAndFollower(t)
+	dial(t, f.Addr()).expect("+OK\r\n", "CONFIG", "SET", "notify-keyspace-events", "E$g")
+	sub := dial(t, f.Addr())
+	sub.expect("*3\r\n$10\r\npsubscribe\r\n$11\r\n__keyevent*\r\n:1\r\n", "PSUBSCRIBE", "__keyevent*")
+	w := dial(t, l.Addr())
+	w.expect(":0\r\n", "SETBIT", "online", "42", "1")
+	w.expect(":1\r\n", "DEL", "online", "nokey")
+	for _, want := range []string{"__keyevent@0__:setbit online", "__keyevent@0__:del online"} {
+		_, elems, ok := arrayElements([]byte(sub.reply()))
+		if !ok || len(elems) != 4 {
+			t.Fatalf("not a pmessage: %q", elems)
+		}
+		if got := bulkBody(t, string(elems[2])) + " " + bulkBody(t, string(elems[3])); got != want {
+			t.Errorf("the follower published %q, want %q", got, want)
+		}
+	}
+}
