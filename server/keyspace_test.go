@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/presenced/presenced/server/redisserver"
@@ -35,14 +34,7 @@ var keyspaceScript = [][]string{
 // channel of redis-server and of presenced, runs the same writes on both
 // and compares what the subscribers receive, in order.
 func TestKeyspaceNotifications(t *testing.T) {
-	want := keyspaceEvents(t, redisserver.StartForTest(t, redisserver.Options{}).Addr())
-	got := keyspaceEvents(t, startServer(t).Addr())
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("presenced's events:\n%s\nredis-server's:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if len(want) < 100 {
-		t.Errorf("only %d events", len(want))
-	}
+	sameAsRedis(t, "keyspace events", 100, keyspaceEvents)
 }
 
 // keyspaceEvents runs keyspaceScript on addr with every class of events

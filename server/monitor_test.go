@@ -13,13 +13,21 @@ import (
 // and presenced and compares the lines the monitoring connection gets,
 // times and ports aside.
 func TestMonitor(t *testing.T) {
-	want := monitorScenario(t, redisserver.StartForTest(t, redisserver.Options{}).Addr())
-	got := monitorScenario(t, startServer(t).Addr())
+	sameAsRedis(t, "MONITOR lines", 15, monitorScenario)
+}
+
+// sameAsRedis runs scenario against redis-server and against presenced
+// and fails the test unless both return the same lines, and at least
+// least of them.
+func sameAsRedis(t *testing.T, what string, least int, scenario func(t *testing.T, addr string) []string) {
+	t.Helper()
+	want := scenario(t, redisserver.StartForTest(t, redisserver.Options{}).Addr())
+	got := scenario(t, startServer(t).Addr())
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("MONITOR's lines:\n%s\nredis-server's:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Errorf("presenced's %s:\n%s\nredis-server's:\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if len(want) < 15 {
-		t.Errorf("only %d lines: %q", len(want), want)
+	if len(want) < least {
+		t.Errorf("only %d %s: %q", len(want), what, want)
 	}
 }
 
