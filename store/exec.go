@@ -154,7 +154,7 @@ func (c *ctx) putIn(i int, key string, v value, expireAt int64) *entry {
 	d := c.s.mu.dbs[i]
 	if old := d.keys[key]; old != nil {
 		d.remove(old)
-	} else {
+	} else if c.ksink != nil { // the conversion would allocate for every new key
 		c.notifyIn(i, 'n', "new", []byte(key))
 	}
 	e := &entry{key: key, v: v}
