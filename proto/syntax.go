@@ -8,12 +8,13 @@ import (
 // ArgType is the type of a command argument, as COMMAND DOCS names it.
 type ArgType string
 
-// Argument types. Key, Integer, String, Pattern and UnixTime are values the
-// client supplies; PureToken is a literal word with no value; OneOf is a
-// choice between its members and Block a sequence of them.
+// Argument types. Key, Integer, Double, String, Pattern and UnixTime are
+// values the client supplies; PureToken is a literal word with no value;
+// OneOf is a choice between its members and Block a sequence of them.
 const (
 	ArgKey       ArgType = "key"
 	ArgInteger   ArgType = "integer"
+	ArgDouble    ArgType = "double"
 	ArgString    ArgType = "string"
 	ArgPattern   ArgType = "pattern"
 	ArgUnixTime  ArgType = "unix-time"
@@ -307,9 +308,10 @@ var argTypes = map[string]ArgType{
 // commandArgTypes are the types that depend on the command: "value" is a
 // string for SET but an integer for SETBIT.
 var commandArgTypes = map[string]ArgType{
-	"setbit value":   ArgInteger,
-	"bitfield value": ArgInteger,
-	"wait timeout":   ArgInteger,
+	"setbit value":          ArgInteger,
+	"bitfield value":        ArgInteger,
+	"wait timeout":          ArgInteger,
+	"incrbyfloat increment": ArgDouble,
 }
 
 // argBuilder turns parsed synopsis nodes into Args.

@@ -3,6 +3,7 @@ package server
 import (
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -160,6 +161,22 @@ func (g *gen) integer() string {
 	return g.between(-100, 100)
 }
 
+// float is an INCRBYFLOAT increment: decimal, with or without an
+// exponent, hexadecimal, out of range, or not a number.
+func (g *gen) float() string {
+	switch g.r.IntN(6) {
+	case 0:
+		return g.pick("0", "-0", "inf", "-inf", "nan", "1e4932", "-1e4932", "1e-4950", "0x1p-16440", "abc", "", " 1", "1e", "0x", "1.5.2")
+	case 1:
+		return fmt.Sprintf("%de%d", g.r.Int64N(2000)-1000, g.r.IntN(80)-40)
+	case 2:
+		return fmt.Sprintf("0x%x.%xp%d", g.r.Uint32(), g.r.Uint32(), g.r.IntN(200)-100)
+	case 3:
+		return g.integer()
+	}
+	return strconv.FormatFloat(g.r.NormFloat64()*math.Pow(10, float64(g.r.IntN(30)-15)), 'f', -1, 64)
+}
+
 // bitOffset is a SETBIT/GETBIT offset. Writes stay below a few hundred
 // thousand bits: Redis allocates the whole string.
 func (g *gen) bitOffset(write bool) string {
@@ -291,7 +308,7 @@ func genSetbit(g *gen) []string {
 // genStringWrite writes string values with the string commands.
 func genStringWrite(g *gen) []string {
 	k := g.key()
-	switch g.r.IntN(13) {
+	switch g.r.IntN(14) {
 	case 0, 1:
 		return cmd("SET", k, g.value(), g.setOptions())
 	case 2:
@@ -319,6 +336,8 @@ func genStringWrite(g *gen) []string {
 		return cmd("SETEX", k, g.relSeconds(), g.value())
 	case 11:
 		return cmd("PSETEX", k, g.relMillis(), g.value())
+	case 12:
+		return cmd("INCRBYFLOAT", k, g.float())
 	}
 	return cmd("GETDEL", k)
 }
@@ -521,6 +540,8 @@ func genExpiry(g *gen) []string {
 		return cmd("SETEX", k, g.relSeconds(), g.value())
 	case 11:
 		return cmd("PSETEX", k, g.relMillis(), g.value())
+	case 12:
+		return cmd("INCRBYFLOAT", k, g.float())
 	}
 	return cmd("GETDEL", k)
 }

@@ -14,6 +14,7 @@ var keyspaceScript = [][]string{
 	{"GETSET", "k", "v4"}, {"MSET", "a", "1", "b", "2"}, {"MSETNX", "a", "1", "c", "3"}, {"MSETNX", "c", "3", "d", "4"},
 	{"APPEND", "k", "x"}, {"APPEND", "newapp", "x"}, {"SETRANGE", "k", "1", "yy"}, {"SETRANGE", "k", "1", ""},
 	{"SETRANGE", "sr", "2", "ab"}, {"INCR", "cnt"}, {"INCRBY", "cnt", "5"}, {"DECR", "cnt"}, {"DECRBY", "cnt", "2"}, {"INCR", "k"},
+	{"INCRBYFLOAT", "cnt", "1.5"}, {"INCRBYFLOAT", "fl", "-2e3"}, {"INCRBYFLOAT", "k", "1"}, {"INCRBYFLOAT", "cnt", "inf"},
 	{"SETBIT", "bm", "7", "1"}, {"SETBIT", "bm", "7", "1"}, {"SETBIT", "bm", "100", "0"}, {"SETBIT", "bm", "3", "0"},
 	{"SETBIT", "bm", "9", "1"}, {"SETBIT", "bm", "9", "1"}, {"SETBIT", "bm", "300", "1"},
 	{"BITFIELD", "bf", "SET", "u8", "0", "255"}, {"BITFIELD", "bf", "GET", "u8", "0"}, {"BITFIELD", "bf", "OVERFLOW", "FAIL", "INCRBY", "u8", "0", "1"},

@@ -4,36 +4,39 @@ import (
 	"bytes"
 	"math"
 
+	"github.com/presenced/presenced/internal/longdouble"
 	"github.com/presenced/presenced/proto"
 )
 
 var stringCommands = map[string]handler{
-	"get":      get,
-	"set":      set,
-	"setex":    setexHandler(optEX),
-	"psetex":   setexHandler(optPX),
-	"getex":    getex,
-	"getdel":   getdel,
-	"mget":     mget,
-	"mset":     mset,
-	"msetnx":   msetnx,
-	"setnx":    setnx,
-	"getset":   getset,
-	"append":   appendCmd,
-	"strlen":   strlen,
-	"getrange": getrange,
-	"substr":   getrange,
-	"setrange": setrange,
-	"incr":     incrHandler(1),
-	"decr":     incrHandler(-1),
-	"incrby":   incrby,
-	"decrby":   decrby,
+	"get":         get,
+	"set":         set,
+	"setex":       setexHandler(optEX),
+	"psetex":      setexHandler(optPX),
+	"getex":       getex,
+	"getdel":      getdel,
+	"mget":        mget,
+	"mset":        mset,
+	"msetnx":      msetnx,
+	"setnx":       setnx,
+	"getset":      getset,
+	"append":      appendCmd,
+	"strlen":      strlen,
+	"getrange":    getrange,
+	"substr":      getrange,
+	"setrange":    setrange,
+	"incr":        incrHandler(1),
+	"decr":        incrHandler(-1),
+	"incrby":      incrby,
+	"decrby":      decrby,
+	"incrbyfloat": incrbyfloat,
 }
 
 // Error replies of the string commands, word for word as Redis sends
 // them.
 const (
 	errDecrOverflow = "ERR decrement would overflow"
+	errFloatInf     = "ERR increment would produce NaN or Infinity"
 	errOffsetRange  = "ERR offset is out of range"
 )
 
@@ -457,4 +460,36 @@ func (c *ctx) incrBy(key []byte, by int64) {
 	c.store(key, e, rawValue(proto.AppendInt(nil, n)), at)
 	c.notify('$', "incrby", key)
 	c.w.Int(n)
+}
+
+// incrbyfloat adds in C's long double, as Redis does, and stores the sum
+// as Redis prints it, keeping the key's TTL.
+func incrbyfloat(c *ctx, args [][]byte) {
+	e := c.get(args[1])
+	var cur longdouble.Float
+	if e != nil {
+		var ok bool
+		if cur, ok = e.v.longDouble(); !ok {
+			c.w.Error(proto.ErrNotFloat)
+			return
+		}
+	}
+	by, ok := longdouble.Parse(args[2])
+	if !ok {
+		c.w.Error(proto.ErrNotFloat)
+		return
+	}
+	sum := cur.Add(by)
+	if sum.IsInf() {
+		c.w.Error(errFloatInf)
+		return
+	}
+	b := sum.AppendHuman(nil)
+	at := int64(0)
+	if e != nil {
+		at = e.expireAt
+	}
+	c.store(args[1], e, value{raw: b, enc: encNotInt}, at)
+	c.notify('$', "incrbyfloat", args[1])
+	c.w.Bulk(b)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 )
 
-// The snapshot encoding, version 3. Fixed-size integers are
+// The snapshot encoding, version 4. Fixed-size integers are
 // little-endian; uvarints and varints are encoding/binary's.
 //
 //	magic      "PRESENCED-SNAPSHOT"
@@ -90,6 +90,7 @@ const (
 	kindEdited                  // raw form, encRaw
 	kindUnsharedInt             // raw form, encUnsharedInt
 	kindBitmap                  // bitmap form
+	kindNotInt                  // raw form, encNotInt
 )
 
 // ioChunk is the buffer size of WriteTo and Restore, and the step in
@@ -351,6 +352,8 @@ func recordKind(v *value) byte {
 		return kindEdited
 	case v.enc == encUnsharedInt:
 		return kindUnsharedInt
+	case v.enc == encNotInt:
+		return kindNotInt
 	}
 	return kindString
 }
@@ -555,6 +558,8 @@ func (d *decoder) value(kind byte) (value, error) {
 		enc = encRaw
 	case kindUnsharedInt:
 		enc = encUnsharedInt
+	case kindNotInt:
+		enc = encNotInt
 	default:
 		return value{}, fmt.Errorf("unknown record kind %d", kind)
 	}

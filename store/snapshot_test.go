@@ -77,9 +77,9 @@ var snapDBs = []int{0, 1, 7, 15}
 
 // snapFill fills s with random keys at times from now on, of every kind
 // the store holds: raw strings (as SET leaves them, edited in place,
-// integers, copied integers, empty), bitmaps (sparse, dense, with bits
-// near 2^32, empty), with and without TTLs, and keys whose deadline has
-// passed but that no tick has removed. It returns the last time used.
+// integers, copied integers, INCRBYFLOAT's integers, empty), bitmaps
+// (sparse, dense, with bits near 2^32, empty), with and without TTLs,
+// and keys whose deadline has passed but that no tick has removed. It returns the last time used.
 func snapFill(rng *rand.Rand, s *Store, now int64, keys int) int64 {
 	randBytes := func(n int) string {
 		b := make([]byte, n)
@@ -97,6 +97,9 @@ func snapFill(rng *rand.Rand, s *Store, now int64, keys int) int64 {
 			snapDo(s, now, db, "set", k, randBytes(rng.IntN(60)))
 		case 1:
 			snapDo(s, now, db, "set", k, strconv.FormatInt(rng.Int64N(20000)-100, 10))
+			if rng.IntN(3) == 0 {
+				snapDo(s, now, db, "incrbyfloat", k, "0") // an integer that is no "int"
+			}
 			if rng.IntN(2) == 0 {
 				snapDo(s, now, db, "copy", k, k+"c")
 			}
@@ -525,7 +528,7 @@ func TestRestoreValidatesFields(t *testing.T) {
 	}{
 		{"database 16", rec, NumDBs},
 		{"database 255", rec, 255},
-		{"an unknown record kind", rec + 1, kindBitmap + 1},
+		{"an unknown record kind", rec + 1, kindNotInt + 1},
 	} {
 		bad := slices.Clone(good)
 		bad[tc.at] = tc.b

@@ -8,6 +8,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/presenced/presenced/internal/bitprobe"
 	"github.com/presenced/presenced/internal/bitstr"
+	"github.com/presenced/presenced/internal/longdouble"
 	"github.com/presenced/presenced/proto"
 )
 
@@ -47,6 +48,9 @@ const (
 	encRaw
 	// encUnsharedInt: an "int" that COPY duplicated, so never shared.
 	encUnsharedInt
+	// encNotInt: a number INCRBYFLOAT printed, which Redis stores as
+	// "embstr" or "raw" by its length, never as "int".
+	encNotInt
 )
 
 // sharedIntegers is Redis's OBJ_SHARED_INTEGERS: SET and INCR reuse one
@@ -246,6 +250,15 @@ func (v *value) int() (int64, bool) {
 	return proto.ParseInt(v.bytes())
 }
 
+// longDouble parses the string as Redis's string2ld does, materializing a
+// bitmap only when it is short enough to be a number.
+func (v *value) longDouble() (longdouble.Float, bool) {
+	if v.length() >= longdouble.MaxLen {
+		return longdouble.Float{}, false
+	}
+	return longdouble.Parse(v.bytes())
+}
+
 // encoding is the encoding OBJECT ENCODING reports: Redis's choice for
 // the raw form, "roaring" for the bitmap form.
 func (v *value) encoding() string {
@@ -257,7 +270,7 @@ func (v *value) encoding() string {
 	case v.enc == encUnsharedInt:
 		return "int"
 	}
-	if _, ok := v.int(); ok {
+	if _, ok := v.int(); ok && v.enc != encNotInt {
 		return "int"
 	}
 	if len(v.raw) <= embstrMaxLen {
