@@ -123,9 +123,13 @@ func ParseSyntax(syntax, cmd string) ([]Arg, error) {
 		args = []Arg{b.oneOf(alts)}
 	}
 	keys := 0
-	numberKeys(args, &keys)
+	numberKeys(args, &keys, oneKeySpec[cmd])
 	return args, nil
 }
+
+// oneKeySpec are the commands whose keys all fall in one key
+// specification, a range, so that each has key_spec_index 0.
+var oneKeySpec = map[string]bool{"lcs": true}
 
 // synNode is a word or a group of the synopsis.
 type synNode struct {
@@ -295,7 +299,7 @@ var groupNames = map[string]string{
 // argTypes maps argument names to their types; names not listed are
 // strings.
 var argTypes = map[string]ArgType{
-	"key": ArgKey, "destkey": ArgKey, "newkey": ArgKey, "source": ArgKey, "destination": ArgKey,
+	"key": ArgKey, "key1": ArgKey, "key2": ArgKey, "destkey": ArgKey, "newkey": ArgKey, "source": ArgKey, "destination": ArgKey,
 	"pattern": ArgPattern,
 	"seconds": ArgInteger, "milliseconds": ArgInteger, "offset": ArgInteger, "start": ArgInteger,
 	"end": ArgInteger, "increment": ArgInteger, "decrement": ArgInteger, "count": ArgInteger,
@@ -312,6 +316,7 @@ var commandArgTypes = map[string]ArgType{
 	"bitfield value":        ArgInteger,
 	"wait timeout":          ArgInteger,
 	"incrbyfloat increment": ArgDouble,
+	"lcs len":               ArgInteger,
 }
 
 // argBuilder turns parsed synopsis nodes into Args.
@@ -492,16 +497,18 @@ func group(t ArgType, members []Arg) Arg {
 	return Arg{Name: name, Type: t, Args: members}
 }
 
-// numberKeys sets KeySpecIndex: keys are numbered in synopsis order, the
-// other arguments get -1.
-func numberKeys(args []Arg, next *int) {
+// numberKeys sets KeySpecIndex: keys are numbered in synopsis order, or
+// all 0 when shared, the other arguments get -1.
+func numberKeys(args []Arg, next *int, shared bool) {
 	for i := range args {
 		a := &args[i]
 		a.KeySpecIndex = -1
 		if a.Type == ArgKey {
 			a.KeySpecIndex = *next
-			*next++
+			if !shared {
+				*next++
+			}
 		}
-		numberKeys(a.Args, next)
+		numberKeys(a.Args, next, shared)
 	}
 }

@@ -370,15 +370,40 @@ func (g *gen) setOptions() []string {
 // genStringRead reads values with the string commands.
 func genStringRead(g *gen) []string {
 	k := g.key()
-	switch g.r.IntN(5) {
+	switch g.r.IntN(6) {
 	case 0, 1:
 		return cmd("GET", k)
 	case 2:
 		return cmd(g.pick("GETRANGE", "GETRANGE", "SUBSTR"), k, g.rangeIndex(), g.rangeIndex())
 	case 3:
 		return cmd("STRLEN", k)
+	case 4:
+		return cmd("LCS", k, g.key(), g.lcsOptions())
 	}
 	return cmd("MGET", g.keys())
+}
+
+// lcsOptions are LCS's options in random order, now and then conflicting
+// or malformed.
+func (g *gen) lcsOptions() []string {
+	var opts []string
+	for range g.r.IntN(4) {
+		switch g.r.IntN(9) {
+		case 0, 1:
+			opts = append(opts, g.pick("IDX", "idx"))
+		case 2, 3:
+			opts = append(opts, "WITHMATCHLEN")
+		case 4, 5:
+			opts = append(opts, "MINMATCHLEN", g.between(-1, 5))
+		case 6:
+			opts = append(opts, "LEN")
+		case 7:
+			opts = append(opts, "MINMATCHLEN", g.pick("x", ""))
+		default:
+			opts = append(opts, g.pick("FOO", "MINMATCHLEN"))
+		}
+	}
+	return opts
 }
 
 // genBitRead reads bits: GETBIT, BITCOUNT and BITPOS with every range form.

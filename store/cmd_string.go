@@ -30,6 +30,7 @@ var stringCommands = map[string]handler{
 	"incrby":      incrby,
 	"decrby":      decrby,
 	"incrbyfloat": incrbyfloat,
+	"lcs":         lcs,
 }
 
 // Error replies of the string commands, word for word as Redis sends

@@ -41,7 +41,7 @@ var fuzzWords = []string{
 	"MATCH", "COUNT", "TYPE", "string", "REPLACE", "DB", "ASYNC", "SYNC", "*", "k?", "[k]*",
 	"ENCODING", "REFCOUNT", "FREQ", "IDLETIME", "HELP", "1700000000", "1700000000000",
 	"LIMIT", "k*", "300", "7000", "30000", "PURGE", "INFO",
-	"1e3", "-0.5", "0x1p3", "inf", "1e4932",
+	"1e3", "-0.5", "0x1p3", "inf", "1e4932", "IDX", "LEN", "MINMATCHLEN", "WITHMATCHLEN",
 }
 
 // fuzzStep is one command of a fuzzed program, with the database, whether
@@ -228,6 +228,7 @@ var fuzzSeeds = [][]string{
 	{"bitsetex k0 1 7 8 100", "bitpsetex k0 300 7 65536", "bitttl k0 7", "bitpttl k0 8", "bitrecent k0 1 LIMIT 2",
 		"setbit k0 7 0", "bitttlrules k* 1", "setbit k1 3 1", "bitfield k1 SET u8 0 255", "bitpttl k1 3", "bitttlrules"},
 	{"bitpsetex k0 7000 1 2 3", "rename k0 k1", "copy k1 k2", "move k2 1", "setrange k1 0 x", "append k1 x", "bitrecent k1 0", "swapdb 0 1", "bitpsetex k1 30000 1000"},
+	{"set k0 ohmytext", "set k1 mynewtext", "lcs k0 k1 IDX MINMATCHLEN 2 WITHMATCHLEN", "lcs k1 k2 LEN", "lcs k0 k1"},
 	{"set k0 10.5", "incrbyfloat k0 0.1", "incrbyfloat k1 1e3", "incrbyfloat k0 inf", "incrbyfloat k1 1e4932", "get k0", "object ENCODING k1"},
 	{"setbit k0 65536 1", "set k1 x GET", "set k1 y NX GET", "set k1 z XX KEEPTTL", "setex k2 100 v", "psetex k3 1 v", "getset k2 w", "setnx k2 v", "del k0 k1 k2 k3"},
 }
