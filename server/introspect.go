@@ -38,6 +38,9 @@ type stats struct {
 	// CONFIG RESETSTAT: that count is replicated state, which a reset on
 	// one node leaves alone.
 	expiredBase atomic.Int64
+	// lookupsBase is the store's Lookups at the latest CONFIG RESETSTAT,
+	// nil before any.
+	lookupsBase atomic.Pointer[store.Lookups]
 
 	errs struct {
 		sync.Mutex
@@ -83,14 +86,16 @@ func (st *stats) merge(c *client) {
 
 // resetStats zeroes the counters INFO reports, as Redis's CONFIG
 // RESETSTAT does: every command's calls, time, rejected and failed
-// calls, the connections received and rejected, the keys expired, and
-// the error replies.
+// calls, the connections received and rejected, the keys expired, the
+// keyspace hits and misses, and the error replies.
 func (s *Server) resetStats() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.connections.Store(0)
 	s.stats.rejected.Store(0)
 	s.stats.expiredBase.Store(s.store.Stats().ExpiredKeys)
+	lookups := s.store.Lookups()
+	s.stats.lookupsBase.Store(&lookups)
 	s.stats.errs.Lock()
 	s.stats.errs.byCode, s.stats.errs.replies = nil, 0
 	s.stats.errs.Unlock()
@@ -567,8 +572,14 @@ func (s *Server) infoStats(b *strings.Builder) {
 	s.stats.errs.Lock()
 	errorReplies := s.stats.errs.replies
 	s.stats.errs.Unlock()
-	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\nexpired_keys:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\ntotal_error_replies:%d\r\n",
-		s.stats.connections.Load(), processed, s.stats.rejected.Load(), s.store.Stats().ExpiredKeys-s.stats.expiredBase.Load(), channels, patterns, errorReplies)
+	lookups := s.store.Lookups()
+	if base := s.stats.lookupsBase.Load(); base != nil {
+		lookups.Hits -= base.Hits
+		lookups.Misses -= base.Misses
+	}
+	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\nexpired_keys:%d\r\nkeyspace_hits:%d\r\nkeyspace_misses:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\ntotal_error_replies:%d\r\n",
+		s.stats.connections.Load(), processed, s.stats.rejected.Load(), s.store.Stats().ExpiredKeys-s.stats.expiredBase.Load(),
+		lookups.Hits, lookups.Misses, channels, patterns, errorReplies)
 }
 
 func (s *Server) infoErrorStats(b *strings.Builder) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/presenced/presenced/server/redisserver"
@@ -42,26 +43,11 @@ func TestKeyspaceNotifications(t *testing.T) {
 // on, and returns the messages a subscriber to __key*__:* received, as
 // "channel message", then checks that a key's expiry is published too.
 func keyspaceEvents(t *testing.T, addr string) []string {
-	c, sub := dial(t, addr), dial(t, addr)
-	c.expect("+OK\r\n", "CONFIG", "SET", "notify-keyspace-events", "KEAn")
-	sub.expect("*3\r\n$10\r\npsubscribe\r\n$10\r\n__key*__:*\r\n:1\r\n", "PSUBSCRIBE", "__key*__:*")
-	sub.send(redisserver.AppendCommand(nil, "SUBSCRIBE", "end"))
-	sub.reply()
+	c, sub := subscribedToEvents(t, addr, "KEAn", "__key*__:*")
 	for _, cmd := range keyspaceScript {
 		c.do(cmd...)
 	}
-	c.expect(":1\r\n", "PUBLISH", "end", "end")
-	var events []string
-	for {
-		_, elems, ok := arrayElements([]byte(sub.reply()))
-		if !ok || len(elems) < 3 {
-			t.Fatalf("%s: not a message: %q", addr, elems)
-		}
-		if bulkBody(t, string(elems[0])) == "message" {
-			break
-		}
-		events = append(events, bulkBody(t, string(elems[2]))+" "+bulkBody(t, string(elems[3])))
-	}
+	events := eventsUntilEnd(t, addr, c, sub)
 
 	// A key whose TTL passes is published as expired, whenever the
 	// server finds it so.
@@ -94,5 +80,114 @@ func TestKeyspaceNotificationsOnEveryNode(t *testing.T) {
 		if got := bulkBody(t, string(elems[2])) + " " + bulkBody(t, string(elems[3])); got != want {
 			t.Errorf("the follower published %q, want %q", got, want)
 		}
+	}
+}
+
+// lookupScript reads and writes keys present and missing, with errors
+// before and after the lookups, so that each command's count of keyspace
+// hits and misses, and its keymiss events, are compared with Redis's:
+// reads count their lookups, writes do not (GETSET and SET ... GET read
+// first), and OBJECT and MEMORY USAGE count without an event.
+var lookupScript = [][]string{
+	{"SET", "a", "1"}, {"GET", "a"}, {"GET", "nokey"}, {"MGET", "a", "nokey", "b", "a"}, {"STRLEN", "nokey"}, {"STRLEN", "a"},
+	{"GETRANGE", "nokey", "0", "1"}, {"GETRANGE", "a", "x", "1"}, {"GETBIT", "nokey", "1"}, {"GETBIT", "a", "1"}, {"GETBIT", "a", "x"},
+	{"BITCOUNT", "nokey"}, {"BITCOUNT", "a"}, {"BITCOUNT", "nokey", "0", "x"}, {"BITCOUNT", "a", "0", "x"}, {"BITCOUNT", "a", "0", "1", "FOO"},
+	{"BITPOS", "nokey", "1"}, {"BITPOS", "a", "0"}, {"BITPOS", "a", "2"}, {"BITPOS", "nokey", "1", "x"},
+	{"BITFIELD", "nokey", "GET", "u8", "0"}, {"BITFIELD", "bf", "SET", "u8", "0", "1"}, {"BITFIELD", "bf", "GET", "u8", "0"},
+	{"BITFIELD_RO", "nokey", "GET", "u8", "0"}, {"BITFIELD_RO", "bf", "SET", "u8", "0", "1"}, {"BITFIELD", "nokey", "GET", "u8", "x"},
+	{"BITOP", "OR", "dest", "a", "nokey"}, {"BITOP", "NOT", "dest", "nokey"}, {"BITOP", "FOO", "dest", "a"},
+	{"EXISTS", "a", "nokey", "a"}, {"TOUCH", "a", "nokey"}, {"TYPE", "nokey"}, {"TYPE", "a"},
+	{"TTL", "nokey"}, {"PTTL", "a"}, {"EXPIRETIME", "nokey"}, {"PEXPIRETIME", "a"},
+	{"OBJECT", "ENCODING", "nokey"}, {"OBJECT", "ENCODING", "a"}, {"OBJECT", "REFCOUNT", "a"}, {"OBJECT", "FREQ", "a"},
+	{"MEMORY", "USAGE", "nokey"}, {"MEMORY", "USAGE", "a"},
+	{"DUMP", "nokey"}, {"DUMP", "a"}, {"COPY", "nokey", "x"}, {"COPY", "a", "c"}, {"COPY", "a", "c"}, {"MOVE", "nokey", "1"},
+	{"RENAME", "nokey", "x"}, {"RENAME", "c", "c2"}, {"GETEX", "nokey"}, {"GETEX", "a", "PERSIST"}, {"GETEX", "a", "FOO"},
+	{"GETDEL", "nokey"}, {"GETDEL", "c2"}, {"GETSET", "nokey2", "v"}, {"GETSET", "nokey2", "w"},
+	{"SET", "nokey3", "v", "GET"}, {"SET", "a", "2", "GET", "NX"}, {"SET", "a", "3", "XX"}, {"SET", "a", "4", "GET", "EX", "x"},
+	{"INCR", "n"}, {"INCRBYFLOAT", "f", "1.5"}, {"APPEND", "n2", "x"}, {"SETRANGE", "n3", "0", "x"}, {"SETBIT", "s", "1", "1"},
+	{"SETNX", "a", "v"}, {"MSETNX", "a", "1", "z", "2"}, {"MSET", "m", "1"}, {"DEL", "nokey"}, {"UNLINK", "a", "nokey"},
+	{"EXPIRE", "nokey", "10"}, {"PERSIST", "nokey"}, {"LCS", "s", "nokey"}, {"LCS", "s", "nokey", "FOO"},
+	{"RESTORE", "r", "0", "\x00\x05hello\n\x00cr\xdfve4 \n"}, {"DBSIZE"}, {"KEYS", "*"}, {"SCAN", "0"}, {"RANDOMKEY"},
+	{"MULTI"}, {"GET", "nokey"}, {"GET", "m"}, {"SET", "t", "1", "GET"}, {"EXEC"},
+	{"SELECT", "3"}, {"GET", "other"}, {"SELECT", "0"},
+}
+
+// TestKeyspaceLookups compares, command by command, the keyspace hits
+// and misses INFO counts and the keymiss events published with
+// redis-server's, pipelined GETBITs (one run, counted as a lookup each)
+// and CONFIG RESETSTAT included.
+func TestKeyspaceLookups(t *testing.T) {
+	sameAsRedis(t, "lookups", len(lookupScript), keyspaceLookups)
+}
+
+// keyspaceLookups runs lookupScript on addr and returns, for each
+// command, the hits and misses it added, then the keymiss events a
+// subscriber received.
+func keyspaceLookups(t *testing.T, addr string) []string {
+	c, sub := subscribedToEvents(t, addr, "Km", "__keyspace*")
+	counts := func() (hits, misses string) {
+		_, f := infoFields(t, c.do("INFO", "stats"))
+		return f["keyspace_hits"], f["keyspace_misses"]
+	}
+	c.expect("+OK\r\n", "CONFIG", "RESETSTAT")
+	var out []string
+	if h, m := counts(); h != "0" || m != "0" {
+		t.Errorf("%s: %s hits and %s misses after CONFIG RESETSTAT", addr, h, m)
+	}
+	prevHits, prevMisses := "0", "0"
+	step := func(what string) {
+		h, m := counts()
+		out = append(out, fmt.Sprintf("%s: hits %s -> %s, misses %s -> %s", what, prevHits, h, prevMisses, m))
+		prevHits, prevMisses = h, m
+	}
+	inMulti := false // INFO would be queued: the transaction is one step
+	for _, cmd := range lookupScript {
+		c.do(cmd...)
+		switch cmd[0] {
+		case "MULTI":
+			inMulti = true
+		case "EXEC":
+			inMulti = false
+		}
+		if !inMulti {
+			step(formatCommand(argv(cmd...)))
+		}
+	}
+	var run []byte
+	for _, key := range []string{"nokey", "nokey", "nokey", "s", "s", "s", "s"} {
+		run = redisserver.AppendCommand(run, "GETBIT", key, "1")
+	}
+	c.send(run)
+	c.replies(7)
+	step("7 pipelined GETBITs")
+	return append(out, eventsUntilEnd(t, addr, c, sub)...)
+}
+
+// subscribedToEvents sets notify-keyspace-events to flags on addr and
+// returns a connection and a subscriber to pattern, and to the channel
+// "end" that eventsUntilEnd publishes on.
+func subscribedToEvents(t *testing.T, addr, flags, pattern string) (c, sub *respConn) {
+	c, sub = dial(t, addr), dial(t, addr)
+	c.expect("+OK\r\n", "CONFIG", "SET", "notify-keyspace-events", flags)
+	sub.do("PSUBSCRIBE", pattern)
+	sub.expect("*3\r\n$9\r\nsubscribe\r\n$3\r\nend\r\n:2\r\n", "SUBSCRIBE", "end")
+	return c, sub
+}
+
+// eventsUntilEnd publishes on the channel "end", which sub subscribed to
+// after its patterns, through c, and returns what sub received before
+// that message, as "channel message".
+func eventsUntilEnd(t *testing.T, addr string, c, sub *respConn) []string {
+	c.expect(":1\r\n", "PUBLISH", "end", "end")
+	var events []string
+	for {
+		_, elems, ok := arrayElements([]byte(sub.reply()))
+		if !ok || len(elems) < 3 {
+			t.Fatalf("%s: not a message: %q", addr, elems)
+		}
+		if bulkBody(t, string(elems[0])) == "message" {
+			return events
+		}
+		events = append(events, bulkBody(t, string(elems[2]))+" "+bulkBody(t, string(elems[3])))
 	}
 }

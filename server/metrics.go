@@ -32,6 +32,8 @@ var (
 	mRefused     = metric("command_rejected_total", "Calls of a command refused before it ran (INFO commandstats rejected_calls).", "command")
 	mErrors      = metric("error_replies_total", "Error replies by error code (INFO errorstats).", "code")
 	mExpired     = metric("expired_keys_total", "Keys removed because their TTL passed (INFO expired_keys).")
+	mHits        = metric("keyspace_hits_total", "Lookups of a key to read it that found it (INFO keyspace_hits).")
+	mMisses      = metric("keyspace_misses_total", "Lookups of a key to read it that did not find it (INFO keyspace_misses).")
 	mKeys        = metric("keys", "Keys in a database (INFO keyspace keys).", "db")
 	mKeysTTL     = metric("keys_with_ttl", "Keys with a TTL in a database (INFO keyspace expires).", "db")
 	mChannels    = metric("pubsub_channels", "Channels with a subscriber on this node.")
@@ -57,7 +59,7 @@ var (
 // Describe sends the descriptions of every metric the collector reports.
 func (m metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{mClients, mConnections, mRejected, mCalls, mCallTime, mFailed, mRefused,
-		mErrors, mExpired, mKeys, mKeysTTL, mChannels, mPatterns, mBits, mLeader, mTerm, mCommit, mApplied, mLast,
+		mErrors, mExpired, mHits, mMisses, mKeys, mKeysTTL, mChannels, mPatterns, mBits, mLeader, mTerm, mCommit, mApplied, mLast,
 		mQueued, mLag, mEntries, mBatches, mCommands, mLogWrites, mLogTime, mCommitted, mEntryTime, mRestores} {
 		ch <- d
 	}
@@ -92,6 +94,9 @@ func (m metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	s.stats.errs.Unlock()
 	counter(mExpired, float64(s.store.Stats().ExpiredKeys))
+	lookups := s.store.Lookups()
+	counter(mHits, float64(lookups.Hits))
+	counter(mMisses, float64(lookups.Misses))
 	for _, k := range s.store.Keyspace() {
 		db := strconv.Itoa(k.DB)
 		gauge(mKeys, float64(k.Keys), db)

@@ -51,6 +51,7 @@ func TestMetrics(t *testing.T) {
 	c.do("SETBIT", "other", "1", "1")
 	c.expect("+OK\r\n", "SET", "session", "xyz")
 	sessionBits := intBody(t, c.do("BITCOUNT", "session"))
+	c.do("GET", "nokey")
 	c.do("INCR", "session")
 	c.do("NOSUCH")
 	c.expect("+OK\r\n", "SELECT", "1")
@@ -75,6 +76,8 @@ func TestMetrics(t *testing.T) {
 		`presenced_command_rejected_total{command="incr"}`:   0,
 		`presenced_raft_snapshot_restores_total`:             0,
 		`presenced_command_rejected_total{command="setbit"}`: 0,
+		`presenced_keyspace_hits_total`:                      1, // BITCOUNT session
+		`presenced_keyspace_misses_total`:                    1, // GET nokey
 	}
 	for k, v := range want {
 		if got, ok := m[k]; !ok || got != v {

@@ -15,7 +15,7 @@ const errBitArg = "ERR The bit argument must be 1 or 0."
 // key counts 0 whatever the arguments (Redis 7.0), else BitcountSpan says
 // what to count.
 func bitcount(c *ctx, args [][]byte) {
-	e := c.get(args[1])
+	e := c.lookup(args[1])
 	if e == nil {
 		c.w.Int(0)
 		return
@@ -70,7 +70,7 @@ func bitpos(c *ctx, args [][]byte) {
 		c.w.Error(errBitArg)
 		return
 	}
-	e := c.get(args[1])
+	e := c.lookup(args[1])
 	if e == nil {
 		c.w.Int(-bit)
 		return

@@ -53,7 +53,7 @@ func bitfieldGeneric(c *ctx, args [][]byte, readOnly bool) {
 	var e *entry
 	switch {
 	case last == 0:
-		e = c.get(args[1])
+		e = c.lookup(args[1])
 	case readOnly:
 		c.w.Error(errBitfieldRO)
 		return

@@ -86,7 +86,7 @@ func (c *ctx) lookupBitop(name []byte, nkeys int) (*bitopSpec, bool) {
 func (c *ctx) bitopSources(keys [][]byte) (srcs []*roaring.Bitmap, n int64) {
 	srcs = make([]*roaring.Bitmap, len(keys))
 	for i, key := range keys {
-		e := c.get(key)
+		e := c.lookup(key)
 		if e == nil {
 			srcs[i] = roaring.New()
 			continue

@@ -28,7 +28,7 @@ func bitscan(c *ctx, args [][]byte) {
 		c.w.Error(proto.ErrCursor)
 		return
 	}
-	e := c.get(args[1])
+	e := c.lookup(args[1])
 	if e == nil {
 		c.w.Raw([]byte(emptyScan))
 		return

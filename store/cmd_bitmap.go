@@ -139,6 +139,6 @@ func getbit(c *ctx, args [][]byte) {
 		c.w.Error(proto.ErrBitOffset)
 		return
 	}
-	e := c.get(args[1])
+	e := c.lookup(args[1])
 	c.w.Bit(e != nil && e.v.getBit(off))
 }

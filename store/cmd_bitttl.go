@@ -430,7 +430,7 @@ func bitttlHandler(inMs bool) handler {
 			c.w.Error(proto.ErrBitOffset)
 			return
 		}
-		e := c.get(args[1])
+		e := c.lookup(args[1])
 		if e == nil || !e.v.getBit(off) {
 			c.w.Int(-2)
 			return
@@ -485,7 +485,7 @@ func bitrecent(c *ctx, args [][]byte) {
 		limit = n
 	}
 	var t *bitTimers
-	if e := c.get(args[1]); e != nil {
+	if e := c.lookup(args[1]); e != nil {
 		t = e.v.t
 	}
 	if t == nil {

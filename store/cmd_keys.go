@@ -82,7 +82,7 @@ func del(c *ctx, args [][]byte) {
 func exists(c *ctx, args [][]byte) {
 	n := int64(0)
 	for _, k := range args[1:] {
-		if c.get(k) != nil {
+		if c.lookup(k) != nil {
 			n++
 		}
 	}
@@ -90,7 +90,7 @@ func exists(c *ctx, args [][]byte) {
 }
 
 func typeCmd(c *ctx, args [][]byte) {
-	if c.get(args[1]) != nil {
+	if c.lookup(args[1]) != nil {
 		c.w.Simple("string")
 		return
 	}
@@ -202,7 +202,7 @@ func copyCmd(c *ctx, args [][]byte) {
 		c.w.Error(proto.ErrSameObject)
 		return
 	}
-	src := c.get(args[1])
+	src := c.lookup(args[1])
 	if src == nil || (!replace && c.getIn(c.dbAt(dst), args[2]) != nil) {
 		c.w.Int(0)
 		return
@@ -252,14 +252,14 @@ func object(c *ctx, args [][]byte) {
 	case sub.Name == "help":
 		c.help(objectHelp)
 		return
-	case sub.Name == "freq":
-		c.w.Error(errNoLFU)
-		return
 	}
 	e := c.get(args[2])
+	c.looked(e != nil, args[2], false)
 	switch {
 	case e == nil:
 		c.w.Null()
+	case sub.Name == "freq":
+		c.w.Error(errNoLFU)
 	case sub.Name == "encoding":
 		c.w.BulkString(e.v.encoding())
 	case sub.Name == "refcount":

@@ -152,6 +152,7 @@ func (c *ctx) setGeneric(args [][]byte, key, val []byte, o strOptions) (replied,
 	e := c.get(key)
 	getOld := o.flags&optGet != 0
 	if getOld {
+		c.looked(e != nil, key, true)
 		c.writeValue(e)
 	}
 	if (o.flags&optNX != 0 && e != nil) || (o.flags&optXX != 0 && e == nil) {
@@ -190,7 +191,7 @@ func (c *ctx) writeValue(e *entry) {
 }
 
 func get(c *ctx, args [][]byte) {
-	c.writeValue(c.get(args[1]))
+	c.writeValue(c.lookup(args[1]))
 }
 
 func set(c *ctx, args [][]byte) {
@@ -233,7 +234,7 @@ func getex(c *ctx, args [][]byte) {
 	if !ok {
 		return
 	}
-	e := c.get(args[1])
+	e := c.lookup(args[1])
 	if e == nil {
 		c.unchanged()
 		c.w.Null()
@@ -260,7 +261,7 @@ func getex(c *ctx, args [][]byte) {
 }
 
 func getdel(c *ctx, args [][]byte) {
-	e := c.get(args[1])
+	e := c.lookup(args[1])
 	c.writeValue(e)
 	if e != nil {
 		c.db.remove(e)
@@ -273,7 +274,7 @@ func getdel(c *ctx, args [][]byte) {
 func mget(c *ctx, args [][]byte) {
 	c.w.Array(len(args) - 1)
 	for _, k := range args[1:] {
-		c.writeValue(c.get(k))
+		c.writeValue(c.lookup(k))
 	}
 }
 
@@ -334,7 +335,7 @@ func appendCmd(c *ctx, args [][]byte) {
 }
 
 func strlen(c *ctx, args [][]byte) {
-	if e := c.get(args[1]); e != nil {
+	if e := c.lookup(args[1]); e != nil {
 		c.w.Int(e.v.length())
 		return
 	}
@@ -348,7 +349,7 @@ func getrange(c *ctx, args [][]byte) {
 		c.w.Error(proto.ErrNotInteger)
 		return
 	}
-	e := c.get(args[1])
+	e := c.lookup(args[1])
 	if e == nil {
 		c.w.Bulk(nil)
 		return

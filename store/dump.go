@@ -40,7 +40,7 @@ const (
 )
 
 func dump(c *ctx, args [][]byte) {
-	e := c.get(args[1])
+	e := c.lookup(args[1])
 	if e == nil {
 		c.w.Null()
 		return

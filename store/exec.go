@@ -51,6 +51,20 @@ type ctx struct {
 	// its keys, or stamped the ones it changed itself: the others keep
 	// their versions, as Redis signals only real changes to WATCH.
 	stamped bool
+	// hits and misses count the context's lookups to read (see lookup),
+	// added to the store's Lookups by end.
+	hits, misses int64
+}
+
+// end adds the context's counts to the store's and clears it.
+func (c *ctx) end() {
+	if c.hits != 0 {
+		c.s.hits.Add(c.hits)
+	}
+	if c.misses != 0 {
+		c.s.misses.Add(c.misses)
+	}
+	*c = ctx{}
 }
 
 func (c *ctx) exec(cmd Command) {
@@ -123,6 +137,29 @@ func (c *ctx) alive(e *entry) bool {
 // get returns the live entry of key in the current database, or nil.
 func (c *ctx) get(key []byte) *entry {
 	return c.getIn(c.db, key)
+}
+
+// lookup is get for reading key, as Redis's lookupKeyRead: it counts a
+// keyspace hit or miss, and a miss publishes a keymiss event. Writes look
+// their keys up with get, which counts neither, as Redis's lookupKeyWrite.
+func (c *ctx) lookup(key []byte) *entry {
+	e := c.get(key)
+	c.looked(e != nil, key, true)
+	return e
+}
+
+// looked counts a lookup to read key that found it or not; a miss
+// publishes a keymiss event if notify (OBJECT and MEMORY USAGE do not).
+func (c *ctx) looked(found bool, key []byte, notify bool) {
+	switch {
+	case found:
+		c.hits++
+	case notify:
+		c.misses++
+		c.notify('m', "keymiss", key)
+	default:
+		c.misses++
+	}
 }
 
 // getIn is get for any database. On the write path an expired entry found

@@ -155,7 +155,7 @@ func expireAllowed(cond int, cur, when int64) bool {
 // PTTL, EXPIRETIME and PEXPIRETIME.
 func ttlHandler(inMs, absolute bool) handler {
 	return func(c *ctx, args [][]byte) {
-		e := c.get(args[1])
+		e := c.lookup(args[1])
 		switch {
 		case e == nil:
 			c.w.Int(-2)

@@ -40,7 +40,7 @@ func getbits(c *ctx, args [][]byte) {
 		return
 	}
 	c.w.Array(len(offs))
-	e := c.get(args[1])
+	e := c.lookup(args[1])
 	var bits [offsetsStack]bool
 	for len(offs) > 0 {
 		n := min(len(offs), len(bits))
@@ -70,8 +70,13 @@ func (c *ctx) getbitRun(cmds []Command, out *Replies) int {
 	}
 	var bits [probeChunk]bool
 	c.db, c.dbIndex = c.s.mu.dbs[cmds[0].DB], cmds[0].DB
-	if e := c.get(cmds[0].Args[1]); e != nil {
+	key := cmds[0].Args[1]
+	e := c.get(key)
+	if e != nil {
 		e.v.getBits(offs, bits[:len(offs)])
+	}
+	for range offs {
+		c.looked(e != nil, key, true) // a lookup a GETBIT, as each would
 	}
 	for _, on := range bits[:len(offs)] {
 		c.w.Bit(on)

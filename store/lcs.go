@@ -24,6 +24,8 @@ const lcsMaxTable = proto.DefaultMaxBulkLen
 // square root of that table's rows, recomputing the others as it walks
 // back through them, and with LEN only two rows.
 func lcs(c *ctx, args [][]byte) {
+	// Redis looks both keys up before it reads the options.
+	ea, eb := c.lookup(args[1]), c.lookup(args[2])
 	var getLen, getIdx, withMatchLen bool
 	minMatchLen := int64(0)
 	for j := 3; j < len(args); j++ {
@@ -51,7 +53,6 @@ func lcs(c *ctx, args [][]byte) {
 		c.w.Error(errLCSLenAndIdx)
 		return
 	}
-	ea, eb := c.get(args[1]), c.get(args[2])
 	alen, blen := valueLen(ea), valueLen(eb)
 	if cells := uint64(alen+1) * uint64(blen+1); cells > math.MaxUint64/4 || cells*4 > uint64(lcsMaxTable) {
 		c.w.Error(errLCSMemory)

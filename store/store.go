@@ -79,6 +79,14 @@ type Stats struct {
 	ExpiredKeys int64
 }
 
+// Lookups counts the lookups of a key to read it on this store since it
+// was made, as Redis's keyspace_hits and keyspace_misses do. Unlike
+// Stats, they are not state: each node counts the reads it serves.
+type Lookups struct {
+	// Hits found the key, Misses did not.
+	Hits, Misses int64
+}
+
 // Store is the keyspace. It is safe for concurrent use: Apply takes the
 // write lock for a whole batch, Read the read lock.
 type Store struct {
@@ -87,6 +95,9 @@ type Store struct {
 	// bitsBehind is set when an Apply left passed bit deadlines or block
 	// bounds for the next one (see BitsBehind).
 	bitsBehind atomic.Bool
+	// hits and misses are Lookups, which reads under the read lock add
+	// to.
+	hits, misses atomic.Int64
 	// rules is mu.bitRules, for a look without the lock (see
 	// ReadUnchanged).
 	rules atomic.Pointer[[]BitTTLRule]
@@ -149,7 +160,7 @@ func (s *Store) Apply(cmds []Command, now int64, out *Replies) {
 	s.lock()
 	defer s.mu.Unlock()
 	c := s.startApply(now)
-	defer func() { *c = ctx{} }()
+	defer c.end()
 	c.w = &out.Writer
 	c.execAll(cmds, out)
 }
@@ -201,7 +212,7 @@ func (s *Store) ApplyEach(now int64, batches [][]Command, outs []*Replies, done 
 	s.lock()
 	defer s.mu.Unlock()
 	c := s.startApply(now)
-	defer func() { *c = ctx{} }()
+	defer c.end()
 	for i, cmds := range batches {
 		c.w = &outs[i].Writer
 		c.execAll(cmds, outs[i])
@@ -251,9 +262,9 @@ func (s *Store) read(now int64, out *Replies, f func(c *ctx) bool) bool {
 		now = s.mu.now
 	}
 	c := readCtxs.Get().(*ctx)
-	*c = ctx{s: s, now: now, w: &out.Writer}
+	*c = ctx{s: s, now: now, w: &out.Writer, ksink: s.keyspaceSink()}
 	defer func() {
-		*c = ctx{}
+		c.end()
 		readCtxs.Put(c)
 	}()
 	return f(c)
@@ -268,6 +279,11 @@ func (s *Store) Stats() Stats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.mu.stats
+}
+
+// Lookups returns the counts of lookups to read.
+func (s *Store) Lookups() Lookups {
+	return Lookups{Hits: s.hits.Load(), Misses: s.misses.Load()}
 }
 
 // KeyspaceInfo describes one non-empty database for INFO keyspace.
