@@ -81,7 +81,9 @@ type Config struct {
 	// SnapshotBytes is how many bytes of entries past the last snapshot
 	// make the node take a new one: with group commit, entries vary from
 	// a few bytes (ticks) to MaxEntryBytes, so the log is bounded by size
-	// as well as by count.
+	// as well as by count. Without AppendOnly, where the log is in
+	// memory, it is the most: there a snapshot is due once the log has
+	// grown by the size of the last snapshot, or 16 MB if that is more.
 	SnapshotBytes int64
 	// TrailingLogs is how many entries a snapshot leaves in the log, so
 	// that a follower slightly behind catches up without a snapshot.

@@ -75,9 +75,13 @@ type fsm struct {
 	commands     atomic.Uint64 // commands applied
 	saves        *saves        // the record of the snapshots persisted
 	snapshotMark atomic.Int64  // logBytes at the latest snapshot, set by Snapshot
-	snapshotDue  int64         // bytes past the mark that make a snapshot due
-	due          chan struct{} // signalled when a snapshot is due
-	behind       chan struct{} // signalled when an entry left due expiry work
+	snapshotDue  atomic.Int64  // bytes past the mark that make a snapshot due
+	// dueBySize makes snapshotDue follow the size of each snapshot
+	// persisted, from memLogFloor to maxDue (see persisted).
+	dueBySize bool
+	maxDue    int64
+	due       chan struct{} // signalled when a snapshot is due
+	behind    chan struct{} // signalled when an entry left due expiry work
 }
 
 var _ raft.BatchingFSM = (*fsm)(nil)
@@ -176,7 +180,7 @@ func (f *fsm) apply(l *raft.Log, ahead <-chan decoded) any {
 	defer f.mu.Unlock()
 	defer f.applied.advance(l.Index)
 	defer f.signalBehind()
-	if f.logBytes.Add(int64(len(l.Data)))-f.snapshotMark.Load() > f.snapshotDue {
+	if f.logBytes.Add(int64(len(l.Data)))-f.snapshotMark.Load() > f.snapshotDue.Load() {
 		select {
 		case f.due <- struct{}{}:
 		default:
@@ -249,7 +253,24 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock() // a digest captures the state too
 	defer f.mu.Unlock()
 	f.saves.begin(time.Now(), f.commands.Load())
-	return fsmSnapshot{state: f.sm.Snapshot(), applied: f.applied.get(), persisting: &f.persisting, saves: f.saves}, nil
+	return fsmSnapshot{state: f.sm.Snapshot(), applied: f.applied.get(), persisting: &f.persisting, saves: f.saves, persisted: f.persisted}, nil
+}
+
+// memLogFloor is the least log, in bytes of entries, that makes a
+// snapshot due on a node whose log is in memory.
+const memLogFloor = 16 << 20
+
+// persisted records the size of a snapshot persisted. A node whose log
+// is in memory (dueBySize) keeps it there beside the snapshot, so the
+// next snapshot is due once the log has grown by this one's size, at
+// least memLogFloor and at most maxDue (SnapshotBytes): the log then
+// takes at most about as much memory as the snapshot, as Redis rewrites
+// its AOF once it has doubled, and a snapshot costs at most about the
+// log it replaces. With the log on disk, snapshots come every maxDue.
+func (f *fsm) persisted(size int64) {
+	if f.dueBySize {
+		f.snapshotDue.Store(min(f.maxDue, max(memLogFloor, size)))
+	}
 }
 
 // appliedSinceSnapshot reports whether entries were applied since the
@@ -323,18 +344,22 @@ type fsmSnapshot struct {
 	applied    uint64
 	persisting *atomic.Int64 // the FSM's count, decremented on release
 	saves      *saves        // told the outcome
+	persisted  func(int64)   // told the size of a snapshot persisted
 }
 
 // Persist implements raft.FSMSnapshot.
 func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	_, err := sink.Write(encodeSnapshotHeader(s.applied))
+	n, err := sink.Write(encodeSnapshotHeader(s.applied))
+	size := int64(n)
 	if err == nil {
-		_, err = s.state.WriteTo(sink)
+		var m int64
+		m, err = s.state.WriteTo(sink)
+		size += m
 	}
 	if err != nil {
 		sink.Cancel()
-	} else {
-		err = sink.Close()
+	} else if err = sink.Close(); err == nil {
+		s.persisted(size)
 	}
 	s.saves.end(err)
 	return err

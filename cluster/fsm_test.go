@@ -15,7 +15,9 @@ import (
 // newTestFSM returns an fsm over a fresh store.
 func newTestFSM() (*fsm, *store.Store) {
 	st := store.New()
-	return &fsm{sm: FromStore(st), log: hclog.NewNullLogger(), saves: newSaves(time.Now()), snapshotDue: 1 << 40, due: make(chan struct{}, 1), behind: make(chan struct{}, 1)}, st
+	f := &fsm{sm: FromStore(st), log: hclog.NewNullLogger(), saves: newSaves(time.Now()), maxDue: 1 << 40, due: make(chan struct{}, 1), behind: make(chan struct{}, 1)}
+	f.snapshotDue.Store(f.maxDue)
+	return f, st
 }
 
 // commandLog returns the log entry at index of batches, stamped now.
@@ -121,4 +123,30 @@ func response(r any) string {
 		return "bad entry"
 	}
 	return fmt.Sprintf("unexpected response %T", r)
+}
+
+// TestSnapshotDueFollowsSnapshotSize checks when the next snapshot is
+// due: with the log in memory, after the log has grown by the last
+// snapshot's size, within [memLogFloor, SnapshotBytes]; with the log on
+// disk, after SnapshotBytes always.
+func TestSnapshotDueFollowsSnapshotSize(t *testing.T) {
+	const most = 64 << 20
+	for _, c := range []struct {
+		inMemory   bool
+		size, want int64
+	}{
+		{true, 1 << 20, memLogFloor},
+		{true, 40 << 20, 40 << 20},
+		{true, 100 << 20, most},
+		{false, 1 << 20, most},
+		{false, 40 << 20, most},
+	} {
+		f, _ := newTestFSM()
+		f.dueBySize, f.maxDue = c.inMemory, most
+		f.snapshotDue.Store(most)
+		f.persisted(c.size)
+		if got := f.snapshotDue.Load(); got != c.want {
+			t.Errorf("log in memory %v, a snapshot of %d bytes: next due after %d bytes, want %d", c.inMemory, c.size, got, c.want)
+		}
+	}
 }

@@ -94,7 +94,8 @@ func Open(cfg Config, sm StateMachine, network *Network) (*Node, error) {
 		quit:     make(chan struct{}),
 		raftDown: make(chan struct{}),
 	}
-	n.fsm = &fsm{sm: sm, att: cfg.Attachment, log: n.log, saves: newSaves(time.Now()), snapshotDue: cfg.SnapshotBytes, due: make(chan struct{}, 1), behind: make(chan struct{}, 1)}
+	n.fsm = &fsm{sm: sm, att: cfg.Attachment, log: n.log, saves: newSaves(time.Now()), dueBySize: !cfg.AppendOnly, maxDue: cfg.SnapshotBytes, due: make(chan struct{}, 1), behind: make(chan struct{}, 1)}
+	n.fsm.snapshotDue.Store(cfg.SnapshotBytes)
 	n.leaderReads.fn = n.leaderReadIndex
 	n.followerReads.fn = n.followerReadIndex
 	if err := n.start(network); err != nil {

@@ -865,6 +865,30 @@ func TestSnapshotBySize(t *testing.T) {
 	}
 }
 
+// TestSnapshotDueAfterASnapshot checks that a snapshot persisted sets
+// when the next is due: by its size on a node whose log is in memory (a
+// small one: memLogFloor), SnapshotBytes on a node whose log is on disk.
+func TestSnapshotDueAfterASnapshot(t *testing.T) {
+	mem := newTestCluster(t, 1, nil).leader().node
+	disk := openTest(t, durableConfig(t, "solo"), FromStore(store.New()))
+	waitReady(t, disk)
+	for _, c := range []struct {
+		n    *Node
+		want int64
+	}{{mem, memLogFloor}, {disk, DefaultConfig().SnapshotBytes}} {
+		var out store.Replies
+		if err := c.n.Apply([]store.Command{cmd(0, "SET", "k", "v")}, &out); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.n.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.n.fsm.snapshotDue.Load(); got != c.want {
+			t.Errorf("log in memory %v: the next snapshot is due after %d bytes, want %d", !c.n.cfg.AppendOnly, got, c.want)
+		}
+	}
+}
+
 // TestCheckpoint checks that Checkpoint snapshots a node's state when
 // entries were applied since its latest snapshot, and only then, and not
 // a node that keeps its log in memory.
