@@ -149,7 +149,7 @@ func (c *ctx) lookup(key []byte) *entry {
 }
 
 // looked counts a lookup to read key that found it or not; a miss
-// publishes a keymiss event if notify (OBJECT and MEMORY USAGE do not).
+// publishes a keymiss event if notify (OBJECT's lookups do not).
 func (c *ctx) looked(found bool, key []byte, notify bool) {
 	switch {
 	case found:
