@@ -143,6 +143,8 @@ type lcsTable struct {
 	first int        // -1 before any block
 }
 
+// newLCSTable computes the table of a and b row by row, keeping every
+// k-th row, k being about the square root of the rows.
 func newLCSTable(a, b []byte) *lcsTable {
 	k := max(1, int(math.Sqrt(float64(len(a)+1))))
 	t := &lcsTable{a: a, b: b, k: k, first: -1}
