@@ -58,13 +58,20 @@ type ctx struct {
 
 // end adds the context's counts to the store's and clears it.
 func (c *ctx) end() {
+	c.flushLookups()
+	*c = ctx{}
+}
+
+// flushLookups moves the context's counts of lookups to the store's, so
+// that a caller answered next sees them.
+func (c *ctx) flushLookups() {
 	if c.hits != 0 {
 		c.s.hits.Add(c.hits)
 	}
 	if c.misses != 0 {
 		c.s.misses.Add(c.misses)
 	}
-	*c = ctx{}
+	c.hits, c.misses = 0, 0
 }
 
 func (c *ctx) exec(cmd Command) {

@@ -217,6 +217,7 @@ func (s *Store) ApplyEach(now int64, batches [][]Command, outs []*Replies, done 
 		c.w = &outs[i].Writer
 		c.execAll(cmds, outs[i])
 		if done != nil {
+			c.flushLookups()
 			done(i)
 		}
 	}
