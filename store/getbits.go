@@ -71,12 +71,15 @@ func (c *ctx) getbitRun(cmds []Command, out *Replies) int {
 	var bits [probeChunk]bool
 	c.db, c.dbIndex = c.s.mu.dbs[cmds[0].DB], cmds[0].DB
 	key := cmds[0].Args[1]
-	e := c.get(key)
-	if e != nil {
+	// A lookup a GETBIT, as each would make: all hits, or all misses,
+	// which publish a keymiss each.
+	if e := c.get(key); e != nil {
 		e.v.getBits(offs, bits[:len(offs)])
-	}
-	for range offs {
-		c.looked(e != nil, key, true) // a lookup a GETBIT, as each would
+		c.hits += int64(len(offs))
+	} else {
+		for range offs {
+			c.looked(false, key, true)
+		}
 	}
 	for _, on := range bits[:len(offs)] {
 		c.w.Bit(on)
