@@ -31,11 +31,13 @@ func AppendCommand[S ~string | ~[]byte](dst []byte, args ...S) []byte {
 	return dst
 }
 
-// ReadReply reads exactly one RESP2 reply from r (a simple string, a
-// non-empty error, an integer, a bulk string or an array, nested arrays
-// and null bulk strings and arrays included) and returns its raw bytes.
-// On an error it returns the bytes read so far; malformed input gives an
-// error that wraps ErrMalformed.
+// ReadReply reads exactly one RESP2 or RESP3 reply from r (a simple
+// string, a non-empty error, an integer, a bulk string or an array, nested
+// arrays and null bulk strings and arrays included, and RESP3's null,
+// double, boolean, big number, blob error, verbatim string, map, set,
+// push and attribute, the last with the reply it comes with) and returns
+// its raw bytes. On an error it returns the bytes read so far; malformed
+// input gives an error that wraps ErrMalformed.
 func ReadReply(r *bufio.Reader) ([]byte, error) {
 	return appendReply(nil, r)
 }
@@ -53,7 +55,12 @@ func appendReply(b []byte, r *bufio.Reader) ([]byte, error) {
 	}
 	body := line[1 : len(line)-2]
 	switch line[0] {
-	case '+':
+	case '+', ',', '(', '#':
+		return b, nil
+	case '_':
+		if len(body) != 0 {
+			return b, fmt.Errorf("%w: null %q", ErrMalformed, line)
+		}
 		return b, nil
 	case '-':
 		if len(body) == 0 {
@@ -65,7 +72,7 @@ func appendReply(b []byte, r *bufio.Reader) ([]byte, error) {
 			return b, fmt.Errorf("%w: integer %q", ErrMalformed, line)
 		}
 		return b, nil
-	case '$', '*':
+	case '$', '*', '=', '!', '%', '~', '>', '|':
 	default:
 		return b, fmt.Errorf("%w: type byte in %q", ErrMalformed, line)
 	}
@@ -73,8 +80,13 @@ func appendReply(b []byte, r *bufio.Reader) ([]byte, error) {
 	if err != nil || n < -1 {
 		return b, fmt.Errorf("%w: length in %q", ErrMalformed, line)
 	}
-	if line[0] == '$' {
+	switch line[0] {
+	case '$', '=', '!':
 		return appendBulkBody(b, r, n)
+	case '%':
+		n *= 2
+	case '|':
+		n = 2*n + 1 // the attribute's pairs, then its reply
 	}
 	for range n {
 		if b, err = appendReply(b, r); err != nil {

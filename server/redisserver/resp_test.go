@@ -38,6 +38,16 @@ func TestReadReply(t *testing.T) {
 		"*0\r\n",
 		"*3\r\n:1\r\n*2\r\n$1\r\nx\r\n$-1\r\n*1\r\n*0\r\n",
 		long,
+		// RESP3
+		"_\r\n",
+		",1.5\r\n",
+		"#t\r\n",
+		"(12345678901234567890\r\n",
+		"!5\r\nERR x\r\n",
+		"=7\r\ntxt:a\r\n\r\n",
+		"%2\r\n$1\r\na\r\n_\r\n+b\r\n~1\r\n:1\r\n",
+		">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$0\r\n\r\n",
+		"|1\r\n+ttl\r\n:3\r\n*1\r\n#f\r\n",
 	}
 	// One byte per read makes every reply cross buffer refills.
 	r := bufio.NewReaderSize(iotest.OneByteReader(strings.NewReader(strings.Join(replies, ""))), 16)
@@ -65,6 +75,9 @@ func TestReadReplyRejectsMalformed(t *testing.T) {
 		{":1x\r\n", ":1x\r\n", true},
 		{":x\r\n", ":x\r\n", true},
 		{"$-2\r\n", "$-2\r\n", true},
+		{"_x\r\n", "_x\r\n", true},
+		{"%x\r\n", "%x\r\n", true},
+		{"%1\r\n:1\r\n", "%1\r\n:1\r\n", false},
 		{"*abc\r\n", "*abc\r\n", true},
 		{"$3\r\nabcd\r\n", "$3\r\nabcd\r", true},
 		{"$5\r\nhelloXX", "$5\r\nhelloXX", true},
