@@ -70,7 +70,7 @@ func lcs(c *ctx, args [][]byte) {
 		c.w.Bulk(common)
 		return
 	}
-	c.w.Array(4)
+	c.w.Map(2)
 	c.w.Bulk([]byte("matches"))
 	c.w.Array(len(ranges))
 	for _, r := range ranges {

@@ -51,7 +51,9 @@ func (r *Replies) Reply(i int) []byte {
 }
 
 // AppendFrom appends to r the replies of the n commands of src starting
-// at command k.
+// at command k. Replies src holds in RESP2 are converted when r holds
+// RESP3 (see proto.AppendRESP3): a batch of writes from many connections
+// is answered in RESP2 and handed out to each in its protocol.
 func (r *Replies) AppendFrom(src *Replies, k, n int) {
 	if n == 0 {
 		return
@@ -59,6 +61,14 @@ func (r *Replies) AppendFrom(src *Replies, k, n int) {
 	from := 0
 	if k > 0 {
 		from = src.Ends[k-1]
+	}
+	if r.RESP3 && !src.RESP3 {
+		for _, end := range src.Ends[k : k+n] {
+			r.B = proto.AppendRESP3(r.B, src.B[from:end])
+			r.Ends = append(r.Ends, r.Len())
+			from = end
+		}
+		return
 	}
 	base := r.Len() - from
 	r.Raw(src.B[from:src.Ends[k+n-1]])
