@@ -51,14 +51,22 @@ type RESPPeers struct {
 	password func() string
 
 	mu     sync.Mutex
-	idle   map[string][]*peerConn
-	groups map[string]*forwardGroup // of the batches forwarded to each address
+	idle   map[peerKey][]*peerConn
+	groups map[peerKey]*forwardGroup // of the batches forwarded to each node
+}
+
+// peerKey names the connections to the node at addr that speak one
+// protocol: a follower forwards the writes of a client that chose RESP3
+// on connections in RESP3, so that the leader answers them in it.
+type peerKey struct {
+	addr  string
+	resp3 bool
 }
 
 // NewRESPPeers returns Peers that reach nodes over TCP; password, if not
 // nil, returns the password to authenticate with (requirepass).
 func NewRESPPeers(password func() string) *RESPPeers {
-	return &RESPPeers{password: password, idle: make(map[string][]*peerConn), groups: make(map[string]*forwardGroup)}
+	return &RESPPeers{password: password, idle: make(map[peerKey][]*peerConn), groups: make(map[peerKey]*forwardGroup)}
 }
 
 // peerConn is a RESP connection to a peer.
@@ -81,7 +89,8 @@ func (e *RemoteError) RedisError() string { return e.Reply }
 // errNotSent marks a call that failed before its request was sent.
 var errNotSent = errors.New("cluster: request not sent")
 
-// Forward implements Peers. The batches forwarded to a node at once are
+// Forward implements Peers; out's protocol is the one the leader answers
+// in. The batches forwarded to a node at once are
 // sent together: at most maxForwardSenders calls to addr are in flight,
 // and a batch that arrives meanwhile waits and joins the next call, with
 // every other batch waiting by then. A call carries its batches in one
@@ -93,7 +102,8 @@ var errNotSent = errors.New("cluster: request not sent")
 // over their round trips, and the first back would otherwise make a call
 // alone.
 func (p *RESPPeers) Forward(ctx context.Context, addr string, cmds []store.Command, out *store.Replies) error {
-	g := p.forwarding(addr)
+	key := peerKey{addr, out.RESP3}
+	g := p.forwarding(key)
 	f := &forward{cmds: cmds, out: out, wake: make(chan bool, 1)}
 	if !g.join(f) && !<-f.wake {
 		return f.err
@@ -101,7 +111,7 @@ func (p *RESPPeers) Forward(ctx context.Context, addr string, cmds []store.Comma
 	// f sends: itself and the batches waiting, then hands the turn on.
 	fs := g.take(append(make([]*forward, 0, 8), f))
 	sent := time.Now()
-	p.forwardAll(ctx, addr, fs)
+	p.forwardAll(ctx, key, fs)
 	// Counted before the callers hear back, so that the call any of
 	// them makes next gathers the others.
 	g.called(len(fs), time.Since(sent))
@@ -140,14 +150,14 @@ type forward struct {
 	wake chan bool // false: answered (err is set); true: make the next call
 }
 
-// forwarding returns the forward group of addr.
-func (p *RESPPeers) forwarding(addr string) *forwardGroup {
+// forwarding returns the forward group of key.
+func (p *RESPPeers) forwarding(key peerKey) *forwardGroup {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	g := p.groups[addr]
+	g := p.groups[key]
 	if g == nil {
 		g = newForwardGroup()
-		p.groups[addr] = g
+		p.groups[key] = g
 	}
 	return g
 }
@@ -253,12 +263,12 @@ func (g *forwardGroup) handOff() {
 // outcome of each. If the leader refuses the block as a whole (EXECABORT,
 // which a command refused when queued causes), each batch is forwarded
 // alone, so that one batch's error is not the others'.
-func (p *RESPPeers) forwardAll(ctx context.Context, addr string, fs []*forward) {
-	err := p.forwardBlock(ctx, addr, fs)
+func (p *RESPPeers) forwardAll(ctx context.Context, key peerKey, fs []*forward) {
+	err := p.forwardBlock(ctx, key, fs)
 	var remote *RemoteError
 	if len(fs) > 1 && errors.As(err, &remote) && strings.HasPrefix(remote.Reply, "EXECABORT") {
 		for _, f := range fs {
-			p.forwardAll(ctx, addr, []*forward{f})
+			p.forwardAll(ctx, key, []*forward{f})
 		}
 		return
 	}
@@ -270,9 +280,9 @@ func (p *RESPPeers) forwardAll(ctx context.Context, addr string, fs []*forward) 
 // forwardBlock sends the commands of fs in one MULTI/EXEC block, with a
 // SELECT before each command whose database differs from the one before,
 // and appends each batch's replies to its out.
-func (p *RESPPeers) forwardBlock(ctx context.Context, addr string, fs []*forward) error {
+func (p *RESPPeers) forwardBlock(ctx context.Context, key peerKey, fs []*forward) error {
 	var selects []bool // per queued command: whether it is a SELECT
-	return p.call(ctx, addr, func(c *peerConn, w *proto.Writer) int {
+	return p.call(ctx, key, func(c *peerConn, w *proto.Writer) int {
 		selects = selects[:0]
 		writeCommand(w, "MULTI")
 		for _, f := range fs {
@@ -318,7 +328,7 @@ func (p *RESPPeers) forwardBlock(ctx context.Context, addr string, fs []*forward
 // ReadIndex implements Peers with RAFT READINDEX.
 func (p *RESPPeers) ReadIndex(ctx context.Context, addr string) (uint64, error) {
 	var index uint64
-	err := p.call(ctx, addr, func(_ *peerConn, w *proto.Writer) int {
+	err := p.call(ctx, peerKey{addr: addr}, func(_ *peerConn, w *proto.Writer) int {
 		writeCommand(w, "RAFT", "READINDEX")
 		return 1
 	}, func(replies [][]byte) error {
@@ -375,7 +385,7 @@ func (p *RESPPeers) Members(ctx context.Context, addr string) ([]Member, error) 
 // info returns the fields of the RAFT INFO of the node at addr.
 func (p *RESPPeers) info(ctx context.Context, addr string) (map[string]string, error) {
 	fields := make(map[string]string)
-	err := p.call(ctx, addr, func(_ *peerConn, w *proto.Writer) int {
+	err := p.call(ctx, peerKey{addr: addr}, func(_ *peerConn, w *proto.Writer) int {
 		writeCommand(w, "RAFT", "INFO")
 		return 1
 	}, func(replies [][]byte) error {
@@ -408,7 +418,7 @@ func (p *RESPPeers) RemoveServer(ctx context.Context, addr, id string) error {
 
 // simple sends one command whose success reply is +OK.
 func (p *RESPPeers) simple(ctx context.Context, addr string, args ...string) error {
-	return p.call(ctx, addr, func(_ *peerConn, w *proto.Writer) int {
+	return p.call(ctx, peerKey{addr: addr}, func(_ *peerConn, w *proto.Writer) int {
 		writeCommand(w, args...)
 		return 1
 	}, func(replies [][]byte) error {
@@ -420,15 +430,15 @@ func (p *RESPPeers) simple(ctx context.Context, addr string, args ...string) err
 }
 
 // call sends a request that encode writes (returning how many replies it
-// expects) to addr, and hands the replies to decode. A request that could
+// expects) on a connection of key, and hands the replies to decode. A request that could
 // not be sent fails with an error wrapping errNotSent; one whose replies
 // did not all arrive, with ErrUnknownOutcome.
-func (p *RESPPeers) call(ctx context.Context, addr string, encode func(*peerConn, *proto.Writer) int, decode func([][]byte) error) error {
+func (p *RESPPeers) call(ctx context.Context, key peerKey, encode func(*peerConn, *proto.Writer) int, decode func([][]byte) error) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(peerTimeout)
 	}
-	c, err := p.get(addr, deadline)
+	c, err := p.get(key, deadline)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotSent, err)
 	}
@@ -437,12 +447,12 @@ func (p *RESPPeers) call(ctx context.Context, addr string, encode func(*peerConn
 	c.nc.SetDeadline(deadline)
 	if _, err := c.nc.Write(c.req.B); err != nil {
 		c.nc.Close()
-		return fmt.Errorf("%w: forwarding to %s: %v", ErrUnknownOutcome, addr, err)
+		return fmt.Errorf("%w: forwarding to %s: %v", ErrUnknownOutcome, key.addr, err)
 	}
 	replies, err := c.read(n)
 	if err != nil {
 		c.nc.Close()
-		return fmt.Errorf("%w: forwarding to %s: %v", ErrUnknownOutcome, addr, err)
+		return fmt.Errorf("%w: forwarding to %s: %v", ErrUnknownOutcome, key.addr, err)
 	}
 	err = decode(replies)
 	c.buf = c.buf[:0]
@@ -452,7 +462,7 @@ func (p *RESPPeers) call(ctx context.Context, addr string, encode func(*peerConn
 	if cap(c.req.B) > maxKeptPeerBuf {
 		c.req.B = nil
 	}
-	p.put(addr, c)
+	p.put(key, c)
 	return err
 }
 
@@ -460,24 +470,26 @@ func (p *RESPPeers) call(ctx context.Context, addr string, encode func(*peerConn
 // connection keeps: a big forwarded block's are let go.
 const maxKeptPeerBuf = 64 << 10
 
-// get returns an idle connection to addr or dials one.
-func (p *RESPPeers) get(addr string, deadline time.Time) (*peerConn, error) {
+// get returns an idle connection of key or dials one: in RESP3, it
+// begins with HELLO 3, which authenticates too; in RESP2, with AUTH when
+// a password is set.
+func (p *RESPPeers) get(key peerKey, deadline time.Time) (*peerConn, error) {
 	for {
 		p.mu.Lock()
-		idle := p.idle[addr]
+		idle := p.idle[key]
 		if len(idle) == 0 {
 			p.mu.Unlock()
 			break
 		}
 		c := idle[len(idle)-1]
-		p.idle[addr] = idle[:len(idle)-1]
+		p.idle[key] = idle[:len(idle)-1]
 		p.mu.Unlock()
 		if connAlive(c.nc) {
 			return c, nil
 		}
 		c.nc.Close()
 	}
-	nc, err := net.DialTimeout("tcp", addr, time.Until(deadline))
+	nc, err := net.DialTimeout("tcp", key.addr, time.Until(deadline))
 	if err != nil {
 		return nil, err
 	}
@@ -486,11 +498,17 @@ func (p *RESPPeers) get(addr string, deadline time.Time) (*peerConn, error) {
 	if p.password != nil {
 		pass = p.password()
 	}
-	if pass == "" {
+	var w proto.Writer
+	switch {
+	case key.resp3 && pass != "":
+		writeCommand(&w, "HELLO", "3", "AUTH", "default", pass)
+	case key.resp3:
+		writeCommand(&w, "HELLO", "3")
+	case pass != "":
+		writeCommand(&w, "AUTH", pass)
+	default:
 		return c, nil
 	}
-	var w proto.Writer
-	writeCommand(&w, "AUTH", pass)
 	nc.SetDeadline(deadline)
 	replies, err := c.write(w.B, 1)
 	if err == nil && replies[0][0] == '-' {
@@ -504,26 +522,26 @@ func (p *RESPPeers) get(addr string, deadline time.Time) (*peerConn, error) {
 	return c, nil
 }
 
-// put keeps c for the next call to addr.
-func (p *RESPPeers) put(addr string, c *peerConn) {
+// put keeps c for the next call on a connection of key.
+func (p *RESPPeers) put(key peerKey, c *peerConn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.idle[addr]) >= maxIdlePeerConns {
+	if len(p.idle[key]) >= maxIdlePeerConns {
 		c.nc.Close()
 		return
 	}
-	p.idle[addr] = append(p.idle[addr], c)
+	p.idle[key] = append(p.idle[key], c)
 }
 
 // Close closes the idle connections.
 func (p *RESPPeers) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for addr, idle := range p.idle {
+	for key, idle := range p.idle {
 		for _, c := range idle {
 			c.nc.Close()
 		}
-		delete(p.idle, addr)
+		delete(p.idle, key)
 	}
 }
 
