@@ -113,6 +113,7 @@ type client struct {
 		multi                 int
 		sub, psub             int // subscriptions to channels, patterns
 		monitoring            bool
+		resp                  int // the protocol's version, 2 or 3
 	}
 }
 
@@ -147,6 +148,7 @@ func newClient(s *Server, nc net.Conn, peer bool) *client {
 	}
 	c.authed = s.settings.config().RequirePass == ""
 	c.info.lastActive = c.created
+	c.info.resp = 2
 	return c
 }
 

@@ -171,7 +171,11 @@ func followerScript(prefix string) [][]string {
 		{"INCR", k("c")},
 		{"SETBIT", k("mb"), "9", "1"},
 		{"INCR", k("m")},
+		{"LCS", k("m"), k("c"), "IDX"},
+		{"SET", k("none"), "x", "XX", "GET"},
 		{"EXEC"},
+		{"SET", k("s2"), "x", "GET"},
+		{"GETDEL", k("none")},
 		{"GET", k("m")},
 		{"BITCOUNT", k("mb")},
 		{"SELECT", "0"},
@@ -201,27 +205,37 @@ func runScript(t *testing.T, addr string, script [][]string) []string {
 
 // TestFollowerServesWrites checks that a client of a follower writes as
 // if the follower were the leader: same replies as the leader's (and
-// redis-server's) for the same session, and the data on every node.
+// redis-server's) for the same session, in RESP2 and in RESP3, and the
+// data on every node.
 func TestFollowerServesWrites(t *testing.T) {
 	srvs, l, f := leaderAndFollower(t)
-	onLeader := runScript(t, l.Addr(), followerScript("L:"))
-	onFollower := runScript(t, f.Addr(), followerScript("F:"))
-	for i, cmd := range followerScript("") {
-		if onFollower[i] != onLeader[i] {
-			t.Errorf("%v: follower replied %q, leader %q", cmd, onFollower[i], onLeader[i])
-		}
+	ref := redisserver.StartIfInstalled(t, redisserver.Options{})
+	// session runs the script in protocol resp and returns its replies
+	// after HELLO's.
+	session := func(addr, prefix, resp string) []string {
+		return runScript(t, addr, append([][]string{{"HELLO", resp}}, followerScript(prefix)...))[1:]
 	}
-	if ref := redisserver.StartIfInstalled(t, redisserver.Options{}); ref != nil {
-		onRedis := runScript(t, ref.Addr(), followerScript("F:"))
+	for _, resp := range []string{"2", "3"} {
+		onLeader := session(l.Addr(), "L"+resp+":", resp)
+		onFollower := session(f.Addr(), "F"+resp+":", resp)
+		for i, cmd := range followerScript("") {
+			if onFollower[i] != onLeader[i] {
+				t.Errorf("RESP%s: %v: follower replied %q, leader %q", resp, cmd, onFollower[i], onLeader[i])
+			}
+		}
+		if ref == nil {
+			continue
+		}
+		onRedis := session(ref.Addr(), "F"+resp+":", resp)
 		for i, cmd := range followerScript("") {
 			if onFollower[i] != onRedis[i] {
-				t.Errorf("%v: follower replied %q, redis-server %q", cmd, onFollower[i], onRedis[i])
+				t.Errorf("RESP%s: %v: follower replied %q, redis-server %q", resp, cmd, onFollower[i], onRedis[i])
 			}
 		}
 	}
 	// Every node reads what the follower wrote (reads are linearizable,
 	// so this needs no waiting).
-	check := [][]string{{"GET", "F:s"}, {"GET", "F:n"}, {"BITCOUNT", "F:bits"}, {"SELECT", "3"}, {"GET", "F:m"}, {"GET", "F:c"}, {"GETBIT", "F:mb", "9"}}
+	check := [][]string{{"GET", "F3:s"}, {"GET", "F3:n"}, {"BITCOUNT", "F3:bits"}, {"SELECT", "3"}, {"GET", "F3:m"}, {"GET", "F3:c"}, {"GETBIT", "F3:mb", "9"}}
 	want := []string{bulk("hello world"), bulk("42"), ":1\r\n", "+OK\r\n", bulk("db3"), bulk("1"), ":1\r\n"}
 	for _, s := range srvs {
 		if got := runScript(t, s.Addr(), check); !slices.Equal(got, want) {

@@ -46,7 +46,7 @@ func commandCommand(c *client, args [][]byte) {
 				n++
 			}
 		}
-		c.out.Array(2 * n)
+		c.out.Map(n)
 		for _, spec := range specs {
 			if spec != nil {
 				c.out.BulkString(spec.FullName())
@@ -125,13 +125,17 @@ func writeCommandInfo(w *proto.Writer, spec *proto.Spec) {
 	w.Array(10)
 	w.BulkString(spec.FullName())
 	w.Int(int64(spec.Arity))
-	writeSimpleArray(w, spec.Flags.Names())
+	writeStatusSet(w, spec.Flags.Names())
 	w.Int(int64(spec.FirstKey))
 	w.Int(int64(spec.LastKey))
 	w.Int(int64(spec.Step))
-	writeSimpleArray(w, spec.Categories())
-	w.Array(0) // tips
-	w.Array(0) // key specifications
+	writeStatusSet(w, spec.Categories())
+	w.Set(0) // tips
+	w.Set(0) // key specifications
+	if len(spec.Subcommands) == 0 {
+		w.Set(0) // as Redis answers a command without subcommands
+		return
+	}
 	w.Array(len(spec.Subcommands))
 	for _, sub := range spec.Subcommands {
 		writeCommandInfo(w, sub)
@@ -144,9 +148,9 @@ type field struct {
 	value func(w *proto.Writer)
 }
 
-// writeMap writes fields as a RESP2 map: an array of name, value pairs.
+// writeMap writes fields as a map of name, value pairs.
 func writeMap(w *proto.Writer, fields []field) {
-	w.Array(2 * len(fields))
+	w.Map(len(fields))
 	for _, f := range fields {
 		w.BulkString(f.name)
 		f.value(w)
@@ -167,14 +171,14 @@ func writeCommandDocs(w *proto.Writer, spec *proto.Spec) {
 		fields = append(fields, field{"complexity", bulkValue(spec.Complexity)})
 	}
 	if len(spec.DocFlags) > 0 {
-		fields = append(fields, field{"doc_flags", func(w *proto.Writer) { writeSimpleArray(w, spec.DocFlags) }})
+		fields = append(fields, field{"doc_flags", func(w *proto.Writer) { writeStatusSet(w, spec.DocFlags) }})
 	}
 	if spec.DeprecatedSince != "" {
 		fields = append(fields, field{"deprecated_since", bulkValue(spec.DeprecatedSince)}, field{"replaced_by", bulkValue(spec.ReplacedBy)})
 	}
 	if len(spec.History) > 0 {
 		fields = append(fields, field{"history", func(w *proto.Writer) {
-			w.Array(len(spec.History))
+			w.Set(len(spec.History))
 			for _, h := range spec.History {
 				w.Array(2)
 				w.BulkString(h[0])
@@ -187,7 +191,7 @@ func writeCommandDocs(w *proto.Writer, spec *proto.Spec) {
 	}
 	if len(spec.Subcommands) > 0 {
 		fields = append(fields, field{"subcommands", func(w *proto.Writer) {
-			w.Array(2 * len(spec.Subcommands))
+			w.Map(len(spec.Subcommands))
 			for _, sub := range spec.Subcommands {
 				w.BulkString(sub.FullName())
 				writeCommandDocs(w, sub)
@@ -217,7 +221,7 @@ func writeArgs(w *proto.Writer, args []proto.Arg) {
 			fields = append(fields, field{"deprecated_since", bulkValue(a.DeprecatedSince)})
 		}
 		if flags := a.Flags(); len(flags) > 0 {
-			fields = append(fields, field{"flags", func(w *proto.Writer) { writeSimpleArray(w, flags) }})
+			fields = append(fields, field{"flags", func(w *proto.Writer) { writeStatusSet(w, flags) }})
 		}
 		if len(a.Args) > 0 {
 			fields = append(fields, field{"arguments", func(w *proto.Writer) { writeArgs(w, a.Args) }})
@@ -226,9 +230,9 @@ func writeArgs(w *proto.Writer, args []proto.Arg) {
 	}
 }
 
-// writeSimpleArray writes an array of simple strings.
-func writeSimpleArray(w *proto.Writer, items []string) {
-	w.Array(len(items))
+// writeStatusSet writes a set of simple strings, flags.
+func writeStatusSet(w *proto.Writer, items []string) {
+	w.Set(len(items))
 	for _, s := range items {
 		w.Simple(s)
 	}

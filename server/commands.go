@@ -108,13 +108,13 @@ func controlsTransaction(spec *proto.Spec) bool {
 	return false
 }
 
-// ping answers PING; a subscribed client gets Redis's RESP2 pub/sub
-// form, ["pong", message or ""].
+// ping answers PING; a subscribed RESP2 client gets Redis's pub/sub form,
+// ["pong", message or ""].
 func ping(c *client, args [][]byte) {
 	switch {
 	case len(args) > 2:
 		c.out.Error(proto.ErrArity("ping"))
-	case c.ps != nil:
+	case c.ps != nil && !c.out.RESP3:
 		c.out.Array(2)
 		c.out.BulkString("pong")
 		if len(args) == 2 {
@@ -142,6 +142,7 @@ func reset(c *client, _ [][]byte) {
 	c.info.Lock()
 	c.info.name = ""
 	c.info.Unlock()
+	c.setProtocol(false)
 	c.out.Simple("RESET")
 }
 
@@ -175,14 +176,18 @@ func auth(c *client, args [][]byte) {
 	c.out.OK()
 }
 
+// hello answers HELLO: it authenticates, names the connection and
+// switches it to the protocol asked for (RESP2 or RESP3), as one command.
 func hello(c *client, args [][]byte) {
+	var ver int64 // 0: the protocol stays as it is
 	if len(args) >= 2 {
-		ver, ok := proto.ParseInt(args[1])
+		var ok bool
+		ver, ok = proto.ParseInt(args[1])
 		if !ok {
 			c.out.Error("ERR Protocol version is not an integer or out of range")
 			return
 		}
-		if ver != 2 {
+		if ver != 2 && ver != 3 {
 			c.out.Error(proto.ErrNoProto)
 			return
 		}
@@ -215,13 +220,16 @@ func hello(c *client, args [][]byte) {
 			return
 		}
 	}
-	c.out.Array(14)
+	if ver != 0 {
+		c.setProtocol(ver == 3)
+	}
+	c.out.Map(7)
 	c.out.BulkString("server")
 	c.out.BulkString("redis")
 	c.out.BulkString("version")
 	c.out.BulkString(redisVersion)
 	c.out.BulkString("proto")
-	c.out.Int(2)
+	c.out.Int(c.protocol())
 	c.out.BulkString("id")
 	c.out.Int(c.id)
 	c.out.BulkString("mode")
@@ -230,6 +238,32 @@ func hello(c *client, args [][]byte) {
 	c.out.BulkString("master")
 	c.out.BulkString("modules")
 	c.out.Array(0)
+}
+
+// setProtocol switches the connection to RESP3, or back to RESP2: its
+// replies, the messages of its subscriptions, and what CLIENT LIST shows.
+func (c *client) setProtocol(resp3 bool) {
+	c.out.RESP3 = resp3
+	if c.box != nil {
+		c.box.resp3.Store(resp3)
+	}
+	c.info.Lock()
+	c.info.resp = int(c.protocol())
+	c.info.Unlock()
+}
+
+// newReplies returns empty replies in the connection's protocol, for the
+// parts of a command that run apart from its other replies.
+func (c *client) newReplies() store.Replies {
+	return store.Replies{Writer: proto.Writer{RESP3: c.out.RESP3}}
+}
+
+// protocol is the version of the connection's protocol, 2 or 3.
+func (c *client) protocol() int64 {
+	if c.out.RESP3 {
+		return 3
+	}
+	return 2
 }
 
 func selectDB(c *client, args [][]byte) {
@@ -345,7 +379,7 @@ func exec(c *client, _ [][]byte) {
 		batch = append([]store.Command{store.WatchCheck(len(batch), watched)}, batch...)
 		next = 1
 	}
-	var replies store.Replies
+	replies := c.newReplies()
 	if len(batch) > 0 {
 		saved := c.out
 		c.out = replies

@@ -50,10 +50,12 @@ func (d *diffTarget) do(args [][]byte) ([]byte, error) {
 	return reply, nil
 }
 
-// arrayElements splits the raw bytes of an array reply into its header
-// line and the raw bytes of each element; ok is false for other replies.
+// arrayElements splits the raw bytes of an aggregate reply (an array, or
+// RESP3's map, set or push) into its header line and the raw bytes of each
+// element, a map's keys and values taking turns; ok is false for other
+// replies.
 func arrayElements(raw []byte) (header []byte, elems [][]byte, ok bool) {
-	if len(raw) == 0 || raw[0] != '*' {
+	if len(raw) == 0 || !strings.ContainsRune("*%~>", rune(raw[0])) {
 		return nil, nil, false
 	}
 	r := bufio.NewReader(bytes.NewReader(raw))
@@ -63,6 +65,9 @@ func arrayElements(raw []byte) (header []byte, elems [][]byte, ok bool) {
 	}
 	header = slices.Clone(header)
 	n, _ := strconv.Atoi(string(header[1 : len(header)-2]))
+	if raw[0] == '%' {
+		n *= 2
+	}
 	for range n {
 		e, err := redisserver.ReadReply(r)
 		if err != nil {
@@ -88,8 +93,18 @@ const maxRelativeExpiry = 100000 * time.Second
 //     only that fact is compared.
 //   - KEYS: elements sorted by their encoding, since key order is
 //     unspecified.
+//   - HELLO: the server's version and the client's id are left out.
 func normalise(args [][]byte, reply []byte) []byte {
 	switch strings.ToUpper(string(args[0])) {
+	case "HELLO":
+		if header, elems, ok := arrayElements(reply); ok {
+			for i := 0; i+1 < len(elems); i += 2 {
+				if key := string(elems[i]); key == "$7\r\nversion\r\n" || key == "$2\r\nid\r\n" {
+					elems[i+1] = []byte("<varies>")
+				}
+			}
+			return slices.Concat(append([][]byte{header}, elems...)...)
+		}
 	case "TTL", "PTTL":
 		if n, ok := intReply(reply); ok && n > 0 {
 			return []byte(":<positive>\r\n")
@@ -133,20 +148,26 @@ type differ struct {
 	t          *testing.T
 	ref, sut   *diffTarget
 	mismatches int
+	// resp3 makes run speak RESP3 to both (HELLO 3), rather than RESP2.
+	resp3 bool
 }
 
 // maxMismatches caps the mismatches reported by one test, so that one
 // systematic difference does not bury the others.
 const maxMismatches = 40
 
-// run sends each command of one sequence to both servers, after FLUSHALL
-// and SELECT 0, and reports the commands whose replies differ. label names
+// run sends each command of one sequence to both servers, after FLUSHALL,
+// SELECT 0 and a HELLO that picks the protocol (see resp3), and reports the commands whose replies differ. label names
 // the sequence (its seed or script file). With stopAtFirst, the sequence
 // ends at its first mismatch, since the states may have diverged and what
 // follows is noise; scripts, whose lines each check one thing, go on.
 func (d *differ) run(label string, cmds [][][]byte, stopAtFirst bool) {
 	d.t.Helper()
-	setup := [][][]byte{argv("SELECT", "0"), argv("FLUSHALL")}
+	hello := argv("HELLO", "2")
+	if d.resp3 {
+		hello = argv("HELLO", "3")
+	}
+	setup := [][][]byte{argv("SELECT", "0"), argv("FLUSHALL"), hello}
 	for i, args := range slices.Concat(setup, cmds) {
 		refReply, err := d.ref.do(args)
 		if err != nil {
@@ -259,7 +280,7 @@ func newDiffer(t *testing.T) *differ {
 
 // TestDiffScripts replays the regression scripts in testdata/diff: one
 // command per line in inline syntax, '#' starts a comment line. Each file
-// starts from an empty keyspace.
+// starts from an empty keyspace, and runs in RESP2 and again in RESP3.
 func TestDiffScripts(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "diff", "*.txt"))
 	if err != nil || len(files) == 0 {
@@ -271,7 +292,10 @@ func TestDiffScripts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.run(file, cmds, false)
+		for _, resp3 := range []bool{false, true} {
+			d.resp3 = resp3
+			d.run(fmt.Sprintf("%s (RESP3: %v)", file, resp3), cmds, false)
+		}
 	}
 }
 
@@ -370,10 +394,13 @@ func TestCommandIntrospectionMatchesRedis(t *testing.T) {
 			t.Fatalf("%s: COMMAND INFO %s: %q", target.name, name, outer)
 		}
 		fields := elements(target, "COMMAND INFO "+name, outer[0])
-		if len(fields) < 7 {
+		if len(fields) != 10 {
 			t.Fatalf("%s: COMMAND INFO %s: %q", target.name, name, fields)
 		}
-		return fields[:7]
+		// Not the tips and key specifications presenced leaves out, nor
+		// the subcommands, compared one by one; but whether there are
+		// any.
+		return append(fields[:7], fields[9][:1])
 	}
 	// Redis 7.0 documents CONFIG GET's and PSUBSCRIBE's repeated argument
 	// as a block of one argument; presenced, as the argument repeated.
@@ -394,12 +421,16 @@ func TestCommandIntrospectionMatchesRedis(t *testing.T) {
 		}
 		return out
 	}
-	for _, name := range shared {
-		if got, want := info(d.sut, name), info(d.ref, name); !slices.EqualFunc(got, want, bytes.Equal) {
-			t.Errorf("COMMAND INFO %s: %q, redis-server: %q", name, got, want)
-		}
-		if got, want := docs(d.sut, name), docs(d.ref, name); !maps.Equal(got, want) {
-			t.Errorf("COMMAND DOCS %s: %q, redis-server: %q", name, got, want)
+	for _, proto := range []string{"2", "3"} {
+		do(d.ref, "HELLO", proto)
+		do(d.sut, "HELLO", proto)
+		for _, name := range shared {
+			if got, want := info(d.sut, name), info(d.ref, name); !slices.EqualFunc(got, want, bytes.Equal) {
+				t.Errorf("RESP%s: COMMAND INFO %s: %q, redis-server: %q", proto, name, got, want)
+			}
+			if got, want := docs(d.sut, name), docs(d.ref, name); !maps.Equal(got, want) {
+				t.Errorf("RESP%s: COMMAND DOCS %s: %q, redis-server: %q", proto, name, got, want)
+			}
 		}
 	}
 	// COMMAND LIST's filters pick the same commands among those both

@@ -15,7 +15,8 @@ var (
 )
 
 // TestDiffGenerated compares presenced with redis-server on generated
-// command sequences. Sequence i is generated from seed diff.seed+i alone;
+// command sequences, those of even seeds in RESP3 and the others in RESP2.
+// Sequence i is generated from seed diff.seed+i alone;
 // a mismatch prints the seed, the command and both replies, and
 // -diff.seed=S -diff.n=1 replays that sequence.
 func TestDiffGenerated(t *testing.T) {
@@ -26,7 +27,8 @@ func TestDiffGenerated(t *testing.T) {
 	}
 	for i := range uint64(n) {
 		seed := *diffSeed + i
-		label := fmt.Sprintf("seed %d (replay: -run TestDiffGenerated -diff.seed=%d -diff.n=1)", seed, seed)
+		d.resp3 = seed%2 == 0
+		label := fmt.Sprintf("seed %d, RESP3: %v (replay: -run TestDiffGenerated -diff.seed=%d -diff.n=1)", seed, d.resp3, seed)
 		d.run(label, generateSequence(seed), true)
 	}
 }

@@ -221,7 +221,7 @@ func (c *client) readMaterialized(spec *proto.Spec, args [][]byte, t int64) erro
 	if err != nil {
 		return err
 	}
-	var r store.Replies
+	r := c.newReplies()
 	past.Read([]store.Command{{DB: 0, Args: args, Spec: spec}}, t, &r)
 	c.out.Raw(r.B)
 	return nil
@@ -254,7 +254,7 @@ func (c *client) copyPast(args [][]byte, t int64) error {
 		restore = append(restore, []byte("REPLACE"))
 	}
 	cmd := store.Command{DB: db, Args: restore, Spec: proto.Lookup(restore[0])}
-	var r store.Replies
+	r := c.newReplies()
 	saved := c.out
 	c.out = r
 	err = c.runStore([]store.Command{cmd}, true, time.Now())

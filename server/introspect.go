@@ -151,7 +151,7 @@ func clientCommand(c *client, args [][]byte) {
 	case "setinfo":
 		clientSetInfo(c, args)
 	case "info":
-		c.out.BulkString(c.describe(time.Now()))
+		c.out.Verbatim([]byte(c.describe(time.Now())))
 	case "list":
 		clientList(c, args)
 	case "kill":
@@ -346,7 +346,7 @@ func clientList(c *client, args [][]byte) {
 				return
 			}
 			if t != "normal" && t != "pubsub" {
-				c.out.BulkString("")
+				c.out.Verbatim(nil)
 				return
 			}
 			typ = t
@@ -375,17 +375,17 @@ func clientList(c *client, args [][]byte) {
 			b.WriteString(o.describe(now))
 		}
 	}
-	c.out.BulkString(b.String())
+	c.out.Verbatim([]byte(b.String()))
 }
 
 // describe is the client's line in CLIENT LIST, with Redis's fields.
 func (c *client) describe(now time.Time) string {
 	c.info.Lock()
 	defer c.info.Unlock()
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=2 lib-name=%s lib-ver=%s\n",
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.info.name,
 		int64(now.Sub(c.created).Seconds()), int64(now.Sub(c.info.lastActive).Seconds()),
-		clientFlags(c.info.sub+c.info.psub, c.info.monitoring, c.blocked.Load()), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, c.info.libName, c.info.libVer)
+		clientFlags(c.info.sub+c.info.psub, c.info.monitoring, c.blocked.Load()), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, c.info.resp, c.info.libName, c.info.libVer)
 }
 
 func configCommand(c *client, args [][]byte) {
@@ -410,7 +410,7 @@ func configCommand(c *client, args [][]byte) {
 				pairs = append(pairs, bitTTLName, c.s.bitTTLValue())
 			}
 		}
-		c.out.Array(len(pairs))
+		c.out.Map(len(pairs) / 2)
 		for _, s := range pairs {
 			c.out.BulkString(s)
 		}
@@ -536,7 +536,7 @@ func infoCommand(c *client, args [][]byte) {
 			sec.section(&b)
 		}
 	}
-	c.out.BulkString(b.String())
+	c.out.Verbatim([]byte(b.String()))
 }
 
 func (s *Server) infoServer(b *strings.Builder) {

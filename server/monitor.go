@@ -82,6 +82,7 @@ func (c *client) setMonitoring(on bool) {
 func (c *client) openBox(limit int) {
 	if c.box == nil {
 		c.box = newOutbox(c.nc, limit)
+		c.box.resp3.Store(c.out.RESP3)
 		c.s.goFunc(c.box.run)
 	}
 }

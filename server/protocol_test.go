@@ -622,9 +622,6 @@ func helloReply(id int64) string {
 func TestHello(t *testing.T) {
 	c := dial(t, startServer(t).Addr())
 	id := intBody(t, c.do("CLIENT", "ID"))
-	// redis-server 7.0 answers HELLO 3 with RESP3; presenced speaks
-	// RESP2 only and gives Redis's reply to an unsupported version.
-	c.expect("-NOPROTO unsupported protocol version\r\n", "HELLO", "3")
 	c.expect("-NOPROTO unsupported protocol version\r\n", "HELLO", "4")
 	c.expect("-ERR Protocol version is not an integer or out of range\r\n", "HELLO", "x")
 	c.expect(helloReply(id), "HELLO", "2")
@@ -633,6 +630,24 @@ func TestHello(t *testing.T) {
 	c.expect("$2\r\nhi\r\n", "CLIENT", "GETNAME")
 	c.expect("-ERR Syntax error in HELLO option 'FOO'\r\n", "HELLO", "2", "FOO")
 	c.expect("-ERR Syntax error in HELLO option 'AUTH'\r\n", "HELLO", "2", "AUTH", "default")
+	if !strings.Contains(c.do("CLIENT", "INFO"), " resp=2 ") {
+		t.Error("CLIENT INFO does not show resp=2")
+	}
+
+	// RESP3 until HELLO 2 or RESET.
+	resp3 := "%7" + strings.TrimPrefix(strings.Replace(helloReply(id), "proto\r\n:2", "proto\r\n:3", 1), "*14")
+	c.expect(resp3, "HELLO", "3")
+	c.expect(resp3, "HELLO")
+	if got := c.do("CLIENT", "INFO"); !strings.HasPrefix(got, "=") || !strings.Contains(got, "\r\ntxt:id=") || !strings.Contains(got, " resp=3 ") {
+		t.Errorf("CLIENT INFO in RESP3: %q", got)
+	}
+	if got := c.do("INFO", "server"); !strings.HasPrefix(got, "=") || !strings.Contains(got, "\r\ntxt:# Server\r\n") {
+		t.Errorf("INFO in RESP3: %q", got)
+	}
+	c.expect("_\r\n", "GET", "nosuch")
+	c.expect("+RESET\r\n", "RESET")
+	c.expect("$-1\r\n", "GET", "nosuch")
+	c.expect(helloReply(id), "HELLO")
 }
 
 func TestConnectionCommands(t *testing.T) {

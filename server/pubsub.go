@@ -84,7 +84,7 @@ func (h *hub) publish(channel string, message []byte) int {
 func deliver(subs map[*outbox]struct{}, frame []byte) int {
 	n := 0
 	for box := range subs {
-		if box.push(frame) {
+		if box.pushMessage(frame) {
 			n++
 		}
 	}
@@ -303,7 +303,7 @@ func sortedNames(set map[string]struct{}) [][]byte {
 // pattern (null when there was none to unsubscribe from) and the count of
 // subscriptions left.
 func (c *client) confirm(kind string, name []byte, count int) {
-	c.out.Array(3)
+	c.out.Push(3)
 	c.out.BulkString(kind)
 	if name == nil {
 		c.out.Null()
@@ -345,6 +345,9 @@ func (c *client) noteSubscriptions() {
 // As in Redis, an unknown subcommand or a subcommand's wrong arity is
 // reported first.
 func (c *client) refuseSubscribed(spec *proto.Spec, args [][]byte) bool {
+	if c.out.RESP3 {
+		return false
+	}
 	switch spec.Name {
 	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ping", "quit", "reset":
 		return false

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // errOutboxClosed is returned when a subscribed client's output cannot be
@@ -21,6 +22,9 @@ type outbox struct {
 	limit int
 	wake  chan struct{} // a token when there is something to do
 	done  chan struct{} // closed when run returns
+	// resp3 is set while the client speaks RESP3: messages go out as
+	// pushes.
+	resp3 atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -37,7 +41,14 @@ func newOutbox(nc net.Conn, limit int) *outbox {
 
 // push queues b (copying it) and reports whether it was queued. It never
 // waits for the network: past the limit it closes the connection instead.
-func (o *outbox) push(b []byte) bool {
+func (o *outbox) push(b []byte) bool { return o.queue(b, false) }
+
+// pushMessage is push for a pub/sub message encoded as a RESP2 array,
+// which a RESP3 client gets as a push (the same bytes, but for the type).
+func (o *outbox) pushMessage(frame []byte) bool { return o.queue(frame, o.resp3.Load()) }
+
+// queue is push; asPush makes the first byte of b, an array's, a push's.
+func (o *outbox) queue(b []byte, asPush bool) bool {
 	o.mu.Lock()
 	if o.mu.failed || o.mu.closing {
 		o.mu.Unlock()
@@ -49,6 +60,9 @@ func (o *outbox) push(b []byte) bool {
 		return false
 	}
 	o.mu.buf = append(o.mu.buf, b...)
+	if asPush {
+		o.mu.buf[len(o.mu.buf)-len(b)] = '>'
+	}
 	o.mu.Unlock()
 	o.signal()
 	return true

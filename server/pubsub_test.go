@@ -124,25 +124,79 @@ var pubsubScript = []psStep{
 	{conn: 2, args: []string{"QUIT"}},
 }
 
-// TestPubSubDiff runs pubsubScript on redis-server and on presenced and
-// requires the same bytes for every reply and message.
+// pubsubRESP3Script exercises pub/sub for a client that speaks RESP3:
+// replies and messages are pushes, and any command may run while
+// subscribed.
+var pubsubRESP3Script = []psStep{
+	{conn: 0, args: []string{"HELLO", "3"}},
+	{conn: 0, args: []string{"UNSUBSCRIBE"}},
+	{conn: 0, args: []string{"PUNSUBSCRIBE", "x*"}},
+	{conn: 0, args: []string{"SUBSCRIBE", "c1", "c2"}, n: 2},
+	{conn: 0, args: []string{"PING"}},
+	{conn: 0, args: []string{"PING", "hi"}},
+	{conn: 0, args: []string{"GET", "k"}},
+	{conn: 0, args: []string{"SET", "k", "v", "GET"}},
+	{conn: 0, args: []string{"MGET", "k", "nosuch"}},
+	{conn: 0, args: []string{"CONFIG", "GET", "notify-keyspace-events"}},
+	{conn: 0, args: []string{"PSUBSCRIBE", "c*"}},
+	{conn: 1, args: []string{"PUBLISH", "c1", "hello"}},
+	{conn: 0, n: 2}, // message c1, then pmessage c* c1
+	// A transaction while subscribed.
+	{conn: 0, args: []string{"MULTI"}},
+	{conn: 0, args: []string{"GET", "nosuch"}},
+	{conn: 0, args: []string{"EXEC"}},
+	// Back to RESP2: messages are arrays again, and subscribed mode
+	// refuses other commands.
+	{conn: 0, args: []string{"HELLO", "2"}},
+	{conn: 1, args: []string{"PUBLISH", "c2", "two"}},
+	{conn: 0, n: 2},
+	{conn: 0, args: []string{"GET", "k"}},
+	{conn: 0, args: []string{"PING"}},
+	{conn: 0, args: []string{"HELLO", "3"}},
+	{conn: 0, args: []string{"UNSUBSCRIBE", "c1"}},
+	// RESET leaves the subscriptions and RESP3.
+	{conn: 0, args: []string{"RESET"}},
+	{conn: 0, args: []string{"GET", "nosuch"}},
+	{conn: 0, args: []string{"HELLO", "3"}},
+	{conn: 0, args: []string{"PUNSUBSCRIBE"}},
+	{conn: 0, args: []string{"SUBSCRIBE", "t"}},
+	{conn: 0, args: []string{"UNSUBSCRIBE"}},
+	{conn: 0, args: []string{"GET", "nosuch"}},
+}
+
+// TestPubSubDiff runs pubsubScript and pubsubRESP3Script on redis-server
+// and on presenced and requires the same bytes for every reply and
+// message.
 func TestPubSubDiff(t *testing.T) {
 	ref := redisserver.StartForTest(t, redisserver.Options{})
+	srv := startServer(t)
+	for _, script := range [][]psStep{pubsubScript, pubsubRESP3Script} {
+		runPubSubDiff(t, ref.Addr(), srv.Addr(), script)
+	}
+}
+
+// runPubSubDiff runs script on the servers at ref and sut, each on three
+// new connections.
+func runPubSubDiff(t *testing.T, ref, sut string, script []psStep) {
+	t.Helper()
 	sides := []struct {
 		name  string
 		conns []*diffTarget
 	}{{name: "redis"}, {name: "presenced"}}
-	for i, addr := range []string{ref.Addr(), startServer(t).Addr()} {
+	for i, addr := range []string{ref, sut} {
 		for range 3 {
 			sides[i].conns = append(sides[i].conns, dialTarget(t, sides[i].name, addr))
 		}
 	}
-	for _, step := range pubsubScript {
+	for _, step := range script {
 		var got [2][]byte
 		for i, side := range sides {
 			reply, err := runStep(side.conns[step.conn], step)
 			if err != nil {
 				t.Fatalf("conn %d: %s: %s: %v", step.conn, formatCommand(argv(step.args...)), side.name, err)
+			}
+			if len(step.args) > 0 {
+				reply = normalise(argv(step.args...), reply)
 			}
 			if step.sorted {
 				if header, elems, ok := arrayElements(reply); ok {
