@@ -357,8 +357,8 @@ func (c *client) bitHistory(args [][]byte) {
 	}
 }
 
-// historyInfo answers HISTORY INFO [key]: a bulk string of key:value
-// lines, as INFO and RAFT INFO give.
+// historyInfo answers HISTORY INFO [key]: key:value lines, as INFO and
+// RAFT INFO give, in a bulk string (RESP3: a verbatim string).
 func (c *client) historyInfo(args [][]byte) {
 	if len(args) > 3 {
 		c.out.Error(proto.ErrSyntax)
@@ -379,7 +379,7 @@ func (c *client) historyInfo(args [][]byte) {
 		c.out.Error(historyError(err))
 		return
 	}
-	c.out.BulkString(b.String())
+	c.out.Verbatim([]byte(b.String()))
 }
 
 // keyHistoryInfo writes the history of one key as key:value lines.

@@ -641,8 +641,13 @@ func TestHello(t *testing.T) {
 	if got := c.do("CLIENT", "INFO"); !strings.HasPrefix(got, "=") || !strings.Contains(got, "\r\ntxt:id=") || !strings.Contains(got, " resp=3 ") {
 		t.Errorf("CLIENT INFO in RESP3: %q", got)
 	}
-	if got := c.do("INFO", "server"); !strings.HasPrefix(got, "=") || !strings.Contains(got, "\r\ntxt:# Server\r\n") {
-		t.Errorf("INFO in RESP3: %q", got)
+	for _, tt := range []struct {
+		cmd   []string
+		first string // the text's start
+	}{{[]string{"INFO", "server"}, "# Server\r\n"}, {[]string{"RAFT", "INFO"}, "node_id:"}, {[]string{"RAFT", "DIGEST"}, "applied_index:"}} {
+		if got := c.do(tt.cmd...); !strings.HasPrefix(got, "=") || !strings.Contains(got, "\r\ntxt:"+tt.first) {
+			t.Errorf("%s in RESP3: %q, want a verbatim string", tt.cmd, got)
+		}
 	}
 	c.expect("_\r\n", "GET", "nosuch")
 	c.expect("+RESET\r\n", "RESET")

@@ -112,10 +112,10 @@ func raftCommand(c *client, args [][]byte) {
 		}
 		c.out.Int(int64(index))
 	case "info":
-		c.out.BulkString(raftInfo(node))
+		c.out.Verbatim([]byte(raftInfo(node)))
 	case "digest":
 		applied, digest := node.Digest()
-		c.out.BulkString(fmt.Sprintf("applied_index:%d\r\ndigest:%016x\r\n", applied, digest))
+		c.out.Verbatim(fmt.Appendf(nil, "applied_index:%d\r\ndigest:%016x\r\n", applied, digest))
 	}
 }
 
