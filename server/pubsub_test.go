@@ -162,6 +162,12 @@ var pubsubRESP3Script = []psStep{
 	{conn: 0, args: []string{"SUBSCRIBE", "t"}},
 	{conn: 0, args: []string{"UNSUBSCRIBE"}},
 	{conn: 0, args: []string{"GET", "nosuch"}},
+	// Keyspace events are pushes too.
+	{conn: 0, args: []string{"SUBSCRIBE", "__keyevent@0__:set"}},
+	{conn: 1, args: []string{"CONFIG", "SET", "notify-keyspace-events", "E$"}},
+	{conn: 1, args: []string{"SET", "x", "y"}},
+	{conn: 0},
+	{conn: 1, args: []string{"CONFIG", "SET", "notify-keyspace-events", ""}},
 }
 
 // TestPubSubDiff runs pubsubScript and pubsubRESP3Script on redis-server
