@@ -133,6 +133,13 @@ func (g guardedPeers) Members(ctx context.Context, addr string) ([]Member, error
 	return g.inner.Members(ctx, addr)
 }
 
+func (g guardedPeers) Info(ctx context.Context, addr string) (map[string]string, error) {
+	if err := g.check(addr); err != nil {
+		return nil, err
+	}
+	return g.inner.Info(ctx, addr)
+}
+
 // outcome is what a caller learnt of one write.
 type outcome int
 

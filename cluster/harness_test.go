@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -334,4 +335,14 @@ func (p testPeers) Members(_ context.Context, addr string) ([]Member, error) {
 		return nil, err
 	}
 	return n.Members()
+}
+
+// Info has the fields of RAFT INFO that the node itself knows: the
+// server adds the others.
+func (p testPeers) Info(_ context.Context, addr string) (map[string]string, error) {
+	n, err := p.to(addr)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"node_id": n.Config().NodeID, "applied_index": strconv.FormatUint(n.Applied(), 10)}, nil
 }

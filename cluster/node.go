@@ -823,6 +823,30 @@ func (n *Node) RaftAddr() string {
 	return n.cfg.RaftAddr
 }
 
+// PeerInfo returns the fields of the RAFT INFO of the member at the raft
+// address addr.
+func (n *Node) PeerInfo(ctx context.Context, addr string) (map[string]string, error) {
+	return n.peers.Info(ctx, addr)
+}
+
+// WatchLeader calls f with the raft address and ID of each leader this
+// node comes to know of after the one it knows now, in order, until ctx
+// ends. A leader it knew, lost and knows again counts again only when
+// another one came between.
+func (n *Node) WatchLeader(ctx context.Context, f func(addr, id string)) {
+	_, last := n.Leader()
+	for {
+		seen := n.leaders.get()
+		if addr, id := n.Leader(); id != "" && id != last {
+			last = id
+			f(addr, id)
+		}
+		if err := n.leaders.wait(ctx, seen+1); err != nil {
+			return
+		}
+	}
+}
+
 // IsLeader reports whether this node is the leader.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 

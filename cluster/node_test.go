@@ -1092,3 +1092,41 @@ func durableConfig(t *testing.T, id string) Config {
 	cfg.RaftAddr = "127.0.0.1:0"
 	return cfg
 }
+
+// TestWatchLeader checks that a follower hears of the leader elected
+// after the one it knew died, once, and stops watching when told to.
+func TestWatchLeader(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	old := c.leader()
+	var watcher *testNode
+	for _, tn := range c.live() {
+		if tn != old {
+			watcher = tn
+		}
+	}
+	type seen struct{ addr, id string }
+	heard := make(chan seen, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		watcher.node.WatchLeader(ctx, func(addr, id string) { heard <- seen{addr, id} })
+	}()
+	c.kill(old)
+	l := c.leader()
+	select {
+	case got := <-heard:
+		if got.id != l.id || got.addr != string(l.addr) {
+			t.Errorf("heard of leader %v, want %s at %s", got, l.id, l.addr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no leader heard of")
+	}
+	cancel()
+	<-stopped
+	select {
+	case got := <-heard:
+		t.Errorf("heard of leader %v twice", got)
+	default:
+	}
+}

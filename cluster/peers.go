@@ -33,6 +33,8 @@ type Peers interface {
 	Applied(ctx context.Context, addr string) (uint64, error)
 	// Members returns the membership the node at addr knows.
 	Members(ctx context.Context, addr string) ([]Member, error)
+	// Info returns the fields of the RAFT INFO of the node at addr.
+	Info(ctx context.Context, addr string) (map[string]string, error)
 }
 
 // peerTimeout bounds a call to a peer whose context has no deadline.
@@ -348,7 +350,7 @@ func (p *RESPPeers) ReadIndex(ctx context.Context, addr string) (uint64, error) 
 
 // Applied implements Peers with RAFT INFO.
 func (p *RESPPeers) Applied(ctx context.Context, addr string) (uint64, error) {
-	info, err := p.info(ctx, addr)
+	info, err := p.Info(ctx, addr)
 	if err != nil {
 		return 0, err
 	}
@@ -357,7 +359,7 @@ func (p *RESPPeers) Applied(ctx context.Context, addr string) (uint64, error) {
 
 // Members implements Peers with RAFT INFO.
 func (p *RESPPeers) Members(ctx context.Context, addr string) ([]Member, error) {
-	info, err := p.info(ctx, addr)
+	info, err := p.Info(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -382,8 +384,8 @@ func (p *RESPPeers) Members(ctx context.Context, addr string) ([]Member, error) 
 	return members, nil
 }
 
-// info returns the fields of the RAFT INFO of the node at addr.
-func (p *RESPPeers) info(ctx context.Context, addr string) (map[string]string, error) {
+// Info implements Peers with RAFT INFO.
+func (p *RESPPeers) Info(ctx context.Context, addr string) (map[string]string, error) {
 	fields := make(map[string]string)
 	err := p.call(ctx, peerKey{addr: addr}, func(_ *peerConn, w *proto.Writer) int {
 		writeCommand(w, "RAFT", "INFO")
