@@ -654,8 +654,8 @@ func (b *sharedBarrier) wait() error {
 // needsGoroutine reports whether a connection served by an event loop
 // must have a goroutine of its own to run spec: a subscription, whose
 // messages come from other connections' goroutines at any time, and the
-// commands that wait for other nodes (RAFT, FAILOVER, and INFO, ROLE
-// and WAIT, which ask the followers how far they applied), which would
+// commands that wait for other nodes (RAFT, FAILOVER, SENTINEL, and INFO,
+// ROLE and WAIT, which ask the followers how far they applied), which would
 // hold up every connection of the loop meanwhile. A nil spec, an unknown
 // command, is answered by the loop.
 func needsGoroutine(spec *proto.Spec) bool {
@@ -663,7 +663,7 @@ func needsGoroutine(spec *proto.Spec) bool {
 		return false
 	}
 	switch spec.Name {
-	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor", "raft", "failover", "info", "role", "wait":
+	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor", "raft", "failover", "info", "role", "wait", "sentinel":
 		return true
 	}
 	return false

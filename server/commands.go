@@ -45,6 +45,7 @@ func init() {
 		"role":      role,
 		"wait":      wait,
 		"failover":  failover,
+		"sentinel":  sentinelCommand,
 		"raft":      raftCommand,
 		"monitor":   monitor,
 

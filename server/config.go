@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/presenced/presenced/cluster"
@@ -47,6 +48,10 @@ type Config struct {
 	// notifications published, as flags (see keyspace.go); 0, none, by
 	// default.
 	NotifyKeyspaceEvents int
+	// MasterName is the name of the master SENTINEL answers for: a
+	// client built for Sentinel asks for the master by this name, as it
+	// was configured with Sentinel (see sentinel.go).
+	MasterName string
 	// MetricsKeys are glob patterns of the keys whose set bits Collector
 	// reports, e.g. "online:bitmap:*" (see store.Store.BitCounts for what
 	// a pattern costs).
@@ -107,6 +112,7 @@ func DefaultConfig() Config {
 		SlowlogMaxLen:     128,
 		Cluster:           cluster.DefaultConfig(),
 		History:           DefaultHistoryConfig(),
+		MasterName:        "mymaster",
 	}
 }
 
@@ -127,6 +133,8 @@ func (c Config) Validate() error {
 		return errors.New("server: slowlog-log-slower-than must be at least -1")
 	case c.SlowlogMaxLen < 0:
 		return errors.New("server: slowlog-max-len must not be negative")
+	case c.MasterName == "" || strings.ContainsAny(c.MasterName, " \t\r\n"):
+		return fmt.Errorf("server: master name %q must be a word", c.MasterName)
 	}
 	if err := c.History.Validate(); err != nil {
 		return err

@@ -112,7 +112,7 @@ func raftCommand(c *client, args [][]byte) {
 		}
 		c.out.Int(int64(index))
 	case "info":
-		c.out.Verbatim([]byte(raftInfo(node)))
+		c.out.Verbatim([]byte(c.s.raftInfo()))
 	case "digest":
 		applied, digest := node.Digest()
 		c.out.Verbatim(fmt.Appendf(nil, "applied_index:%d\r\ndigest:%016x\r\n", applied, digest))
@@ -127,13 +127,14 @@ func (c *client) okOrError(err error) {
 	c.out.OK()
 }
 
-// raftInfo describes node in INFO's format.
-func raftInfo(node *cluster.Node) string {
+// raftInfo describes the server's node in INFO's format.
+func (s *Server) raftInfo() string {
 	var b strings.Builder
+	node := s.node
 	st := node.Stats()
 	cfg := node.Config()
-	fmt.Fprintf(&b, "node_id:%s\r\nraft_addr:%s\r\nstate:%s\r\nterm:%d\r\nleader_id:%s\r\nleader_addr:%s\r\n",
-		cfg.NodeID, node.RaftAddr(), strings.ToLower(st.State), st.Term, st.LeaderID, st.LeaderAddr)
+	fmt.Fprintf(&b, "node_id:%s\r\nraft_addr:%s\r\nclient_addr:%s\r\nstate:%s\r\nterm:%d\r\nleader_id:%s\r\nleader_addr:%s\r\n",
+		cfg.NodeID, node.RaftAddr(), s.clientAddr(), strings.ToLower(st.State), st.Term, st.LeaderID, st.LeaderAddr)
 	fmt.Fprintf(&b, "last_index:%d\r\ncommit_index:%d\r\napplied_index:%d\r\n",
 		st.LastIndex, st.CommitIndex, node.Applied())
 	fmt.Fprintf(&b, "entries_proposed:%d\r\nbatches_committed:%d\r\ncommands_committed:%d\r\nsnapshots_restored:%d\r\nsnapshot_in_progress:%d\r\n",

@@ -38,6 +38,7 @@ type Server struct {
 	slowlog  slowlog
 	pubsub   hub
 	monitors monitorHub
+	sentinel sentinelState
 	// keyspaceFlags is notify-keyspace-events, for the store's sink.
 	keyspaceFlags atomic.Int32
 
@@ -138,6 +139,7 @@ func (s *Server) Start() error {
 	s.started = time.Now()
 	s.goFunc(func() { s.acceptLoop(ln, false) })
 	s.goFunc(func() { s.acceptLoop(s.node.PeerListener(), true) })
+	s.goFunc(s.announceSwitches)
 	return nil
 }
 

@@ -72,6 +72,7 @@ func main() {
 		hc.Keys = append(hc.Keys, keys...)
 		return err
 	})
+	fs.StringVar(&cfg.MasterName, "master-name", cfg.MasterName, "the master name SENTINEL answers for: clients built for Redis Sentinel find the leader by it")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics over HTTP at /metrics on this address (e.g. 127.0.0.1:9121)")
 	fs.Func("metrics-keys", "glob pattern of the keys whose set bits the metrics report, e.g. 'online:bitmap:*' (repeatable or comma-separated; default none)", func(v string) error {
 		keys, err := parseKeyPatterns("metrics-keys", v)

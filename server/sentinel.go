@@ -1,0 +1,310 @@
+package server
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/presenced/presenced/cluster"
+)
+
+// Every node answers the part of Redis Sentinel's API that clients use to
+// find their master, from the cluster's own state: the leader is the
+// master, the other members are its replicas, and every node is one of
+// the sentinels. A client built for Sentinel (go-redis's FailoverClient,
+// redis-py's Sentinel, Jedis's JedisSentinelPool, Lettuce) is given the
+// nodes' client addresses as its sentinels and the master name presenced
+// answers to (Config.MasterName). It connects to the leader and, when the
+// leader changes, hears of it on +switch-master as from Sentinel; a
+// connection it keeps to a former leader goes on working, since a
+// follower forwards writes.
+
+// sentinelTimeout bounds each call to another node a SENTINEL command
+// makes.
+const sentinelTimeout = time.Second
+
+// sentinelState is what the server remembers for Sentinel's API: the
+// client address of each member it learnt, by raft address, and the
+// latest leader it knew.
+type sentinelState struct {
+	mu         sync.Mutex
+	clientAddr map[string]string
+	leader     string // raft address
+}
+
+// clientAddr is the address clients reach this node at: its listener's,
+// with the host of its raft address when it listens on every interface.
+func (s *Server) clientAddr() string {
+	host, port := splitAddr(s.Addr())
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host, _ = splitAddr(s.advertisedRaftAddr())
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// advertisedRaftAddr is the raft address other nodes reach this node at.
+func (s *Server) advertisedRaftAddr() string {
+	if a := s.node.Config().RaftAdvertise; a != "" {
+		return a
+	}
+	return s.node.RaftAddr()
+}
+
+// isSelf reports whether raftAddr is this node's raft address.
+func (s *Server) isSelf(raftAddr string) bool {
+	return raftAddr == s.node.RaftAddr() || raftAddr == s.advertisedRaftAddr()
+}
+
+// memberClientAddr returns the client address of the member at raftAddr:
+// this node's own, or what the member's RAFT INFO says (see
+// noteClientAddr).
+func (s *Server) memberClientAddr(ctx context.Context, raftAddr string) (string, bool) {
+	if s.isSelf(raftAddr) {
+		return s.clientAddr(), true
+	}
+	info, err := s.node.PeerInfo(ctx, raftAddr)
+	return s.noteClientAddr(raftAddr, info, err)
+}
+
+// noteClientAddr remembers the client address in info, the RAFT INFO of
+// the member at raftAddr, and returns it; when the member could not be
+// asked (err), it returns the one remembered, if any.
+func (s *Server) noteClientAddr(raftAddr string, info map[string]string, err error) (string, bool) {
+	st := &s.sentinel
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err == nil && info["client_addr"] != "" {
+		if st.clientAddr == nil {
+			st.clientAddr = make(map[string]string)
+		}
+		st.clientAddr[raftAddr] = info["client_addr"]
+		return info["client_addr"], true
+	}
+	addr, ok := st.clientAddr[raftAddr]
+	return addr, ok
+}
+
+// masterAddr returns the leader's raft and client addresses: of the
+// leader this node knows, else of the latest it knew, as Sentinel gives
+// the latest master it knew while none is elected.
+func (s *Server) masterAddr(ctx context.Context) (raftAddr, clientAddr string, ok bool) {
+	raftAddr, _ = s.node.Leader()
+	st := &s.sentinel
+	st.mu.Lock()
+	if raftAddr == "" {
+		raftAddr = st.leader
+	} else {
+		st.leader = raftAddr
+	}
+	st.mu.Unlock()
+	if raftAddr == "" {
+		return "", "", false
+	}
+	clientAddr, ok = s.memberClientAddr(ctx, raftAddr)
+	return raftAddr, clientAddr, ok
+}
+
+// announceSwitches publishes +switch-master to this node's subscribers
+// each time the leader changes, as Sentinel does after a failover:
+// "<master-name> <old-ip> <old-port> <new-ip> <new-port>". It returns
+// when the server closes.
+func (s *Server) announceSwitches() {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-s.quit
+		cancel()
+	}()
+	_, old, known := s.masterAddr(ctx)
+	s.node.WatchLeader(ctx, func(raftAddr, _ string) {
+		callCtx, done := context.WithTimeout(ctx, sentinelTimeout)
+		defer done()
+		s.sentinel.mu.Lock()
+		s.sentinel.leader = raftAddr
+		s.sentinel.mu.Unlock()
+		addr, ok := s.memberClientAddr(callCtx, raftAddr)
+		if !ok {
+			return
+		}
+		if known && addr != old {
+			oldHost, oldPort := splitAddr(old)
+			newHost, newPort := splitAddr(addr)
+			msg := s.settings.config().MasterName + " " + oldHost + " " + oldPort + " " + newHost + " " + newPort
+			s.pubsub.publish("+switch-master", []byte(msg))
+		}
+		old, known = addr, true
+	})
+}
+
+// runID is the 40-hex-digit run ID Sentinel gives an instance: here, one
+// derived from the node's ID, the same on every call.
+func runID(nodeID string) string {
+	sum := sha1.Sum([]byte("presenced " + nodeID))
+	return hex.EncodeToString(sum[:])
+}
+
+// sentinelInstance is a member as SENTINEL REPLICAS and SENTINELS
+// describe it.
+type sentinelInstance struct {
+	member cluster.Member
+	addr   string            // the client address
+	down   bool              // the node could not be asked
+	info   map[string]string // its RAFT INFO
+}
+
+// otherMembers describes the members other than the one at skip (a raft
+// address), asking each for its client address and state.
+func (s *Server) otherMembers(ctx context.Context, skip string) []sentinelInstance {
+	members, _ := s.node.Members()
+	var out []sentinelInstance
+	for _, m := range members {
+		if m.Address == skip {
+			continue
+		}
+		in := sentinelInstance{member: m}
+		if s.isSelf(m.Address) {
+			in.addr = s.clientAddr()
+			in.info = map[string]string{"applied_index": strconv.FormatUint(s.node.Applied(), 10)}
+		} else {
+			info, err := s.node.PeerInfo(ctx, m.Address)
+			in.info, in.down = info, err != nil
+			var known bool
+			if in.addr, known = s.noteClientAddr(m.Address, info, err); !known {
+				in.addr = m.Address // never reached: its raft address
+			}
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+func sentinelCommand(c *client, args [][]byte) {
+	sub := c.subcommand(args)
+	if sub == nil {
+		return
+	}
+	s := c.s
+	ctx, cancel := context.WithTimeout(context.Background(), sentinelTimeout)
+	defer cancel()
+	switch sub.Name {
+	case "help":
+		c.help("SENTINEL",
+			"GET-MASTER-ADDR-BY-NAME <master-name>", "    Return the ip and port number of the master with that name.",
+			"MASTER <master-name>", "    Show the state and info of the specified master.",
+			"MASTERS", "    Show a list of monitored masters and their state.",
+			"MYID", "    Return the ID of the Sentinel instance.",
+			"REPLICAS <master-name>", "    Show a list of replicas for this master and their state.",
+			"SENTINELS <master-name>", "    Show a list of Sentinel instances for this master and their state.")
+		return
+	case "myid":
+		c.out.BulkString(runID(s.node.Config().NodeID))
+		return
+	case "masters":
+		c.out.Array(1)
+		s.writeMaster(ctx, c)
+		return
+	}
+	if string(args[2]) != s.settings.config().MasterName {
+		if sub.Name == "get-master-addr-by-name" {
+			c.out.NullArray()
+		} else {
+			c.out.Error("ERR No such master with that name")
+		}
+		return
+	}
+	switch sub.Name {
+	case "get-master-addr-by-name":
+		_, addr, ok := s.masterAddr(ctx)
+		if !ok {
+			c.out.NullArray()
+			return
+		}
+		host, port := splitAddr(addr)
+		c.out.Array(2)
+		c.out.BulkString(host)
+		c.out.BulkString(port)
+	case "master":
+		s.writeMaster(ctx, c)
+	case "replicas", "slaves":
+		leader, master, _ := s.masterAddr(ctx)
+		replicas := s.otherMembers(ctx, leader)
+		c.out.Array(len(replicas))
+		for _, r := range replicas {
+			s.writeReplica(c, r, master)
+		}
+	case "sentinels":
+		sentinels := s.otherMembers(ctx, s.node.RaftAddr())
+		c.out.Array(len(sentinels))
+		for _, in := range sentinels {
+			s.writeSentinel(c, in)
+		}
+	}
+}
+
+// writeInstance writes the fields Sentinel gives every instance, then
+// more, as one map; flags are Sentinel's ("master", "slave", "sentinel",
+// with "s_down,disconnected" for a node that could not be asked).
+func (s *Server) writeInstance(c *client, name, id, addr, flags string, down bool, more ...string) {
+	if down {
+		flags += ",s_down,disconnected"
+	}
+	host, port := splitAddr(addr)
+	ms := strconv.FormatInt(s.node.Config().HeartbeatTimeout.Milliseconds(), 10)
+	fields := append([]string{
+		"name", name, "ip", host, "port", port, "runid", runID(id), "flags", flags,
+		"link-pending-commands", "0", "link-refcount", "1", "last-ping-sent", "0",
+		"last-ok-ping-reply", "0", "last-ping-reply", "0", "down-after-milliseconds", ms,
+	}, more...)
+	c.out.Map(len(fields) / 2)
+	for _, f := range fields {
+		c.out.BulkString(f)
+	}
+}
+
+// writeMaster writes SENTINEL MASTER's map for the leader.
+func (s *Server) writeMaster(ctx context.Context, c *client) {
+	leader, addr, _ := s.masterAddr(ctx)
+	members, _ := s.node.Members()
+	voters, id := 0, ""
+	for _, m := range members {
+		if m.Voter {
+			voters++
+		}
+		if m.Address == leader {
+			id = m.ID
+		}
+	}
+	st := s.node.Stats()
+	s.writeInstance(c, s.settings.config().MasterName, id, addr, "master", leader == "",
+		"info-refresh", "0", "role-reported", "master", "role-reported-time", "0",
+		"config-epoch", strconv.FormatUint(st.Term, 10),
+		"num-slaves", strconv.Itoa(max(len(members)-1, 0)),
+		"num-other-sentinels", strconv.Itoa(max(len(members)-1, 0)),
+		"quorum", strconv.Itoa(voters/2+1),
+		"failover-timeout", strconv.FormatInt(s.node.Config().ElectionTimeout.Milliseconds(), 10),
+		"parallel-syncs", "1")
+}
+
+// writeReplica writes one entry of SENTINEL REPLICAS: a member other than
+// the leader, whose client address is master.
+func (s *Server) writeReplica(c *client, r sentinelInstance, master string) {
+	host, port := splitAddr(master)
+	status := "ok"
+	if r.down {
+		status = "err"
+	}
+	s.writeInstance(c, r.addr, r.member.ID, r.addr, "slave", r.down,
+		"info-refresh", "0", "role-reported", "slave", "role-reported-time", "0",
+		"master-link-down-time", "0", "master-link-status", status,
+		"master-host", host, "master-port", port, "slave-priority", "100",
+		"slave-repl-offset", r.info["applied_index"], "replica-announced", "1")
+}
+
+// writeSentinel writes one entry of SENTINEL SENTINELS: another member.
+func (s *Server) writeSentinel(c *client, in sentinelInstance) {
+	s.writeInstance(c, runID(in.member.ID), in.member.ID, in.addr, "sentinel", in.down,
+		"last-hello-message", "0", "voted-leader", "?", "voted-leader-epoch", "0")
+}
