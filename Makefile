@@ -25,6 +25,7 @@ cluster: build
 	echo "presenced cluster: nodes n1, n2, n3 at 127.0.0.1:7001, :7002, :7003 (logs in $(DIR)/cluster/)"; \
 	echo "  redis-cli -p 7002 SETBIT online 42 1   # any node takes writes"; \
 	echo "  redis-cli -p 7001 ROLE; redis-cli -p 7003 RAFT INFO"; \
+	echo "  Sentinel clients: sentinels 127.0.0.1:7001,7002,7003, master name mymaster"; \
 	echo "Ctrl-C stops the cluster; its data stays in $(DIR)/cluster."; \
 	wait
 
