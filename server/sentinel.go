@@ -118,7 +118,9 @@ func (s *Server) announceSwitches() {
 		<-s.quit
 		cancel()
 	}()
-	_, old, known := s.masterAddr(ctx)
+	first, done := context.WithTimeout(ctx, sentinelTimeout)
+	_, old, known := s.masterAddr(first)
+	done()
 	s.node.WatchLeader(ctx, func(raftAddr, _ string) {
 		callCtx, done := context.WithTimeout(ctx, sentinelTimeout)
 		defer done()
@@ -156,31 +158,37 @@ type sentinelInstance struct {
 }
 
 // otherMembers describes the members other than the one at skip (a raft
-// address), asking each for its client address and state.
+// address), asking them all at once for their client address and state.
 func (s *Server) otherMembers(ctx context.Context, skip string) []sentinelInstance {
 	members, _ := s.node.Members()
-	var out []sentinelInstance
+	out := make([]sentinelInstance, 0, len(members))
 	for _, m := range members {
-		if m.Address == skip {
-			continue
+		if m.Address != skip {
+			out = append(out, sentinelInstance{member: m})
 		}
-		in := sentinelInstance{member: m}
-		if s.isSelf(m.Address) {
+	}
+	var wg sync.WaitGroup
+	for i := range out {
+		in := &out[i]
+		if s.isSelf(in.member.Address) {
 			in.addr = s.clientAddr()
 			in.info = map[string]string{"applied_index": strconv.FormatUint(s.node.Applied(), 10)}
-		} else {
-			info, err := s.node.PeerInfo(ctx, m.Address)
+			continue
+		}
+		wg.Go(func() {
+			info, err := s.node.PeerInfo(ctx, in.member.Address)
 			in.info, in.down = info, err != nil
 			var known bool
-			if in.addr, known = s.noteClientAddr(m.Address, info, err); !known {
-				in.addr = m.Address // never reached: its raft address
+			if in.addr, known = s.noteClientAddr(in.member.Address, info, err); !known {
+				in.addr = in.member.Address // never reached: its raft address
 			}
-		}
-		out = append(out, in)
+		})
 	}
+	wg.Wait()
 	return out
 }
 
+// sentinelCommand answers SENTINEL (see the top of this file).
 func sentinelCommand(c *client, args [][]byte) {
 	sub := c.subcommand(args)
 	if sub == nil {

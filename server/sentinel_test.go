@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"maps"
 	"net"
 	"os"
 	osexec "os/exec"
@@ -328,5 +329,45 @@ func TestSentinelIoredis(t *testing.T) {
 	}
 	if want := l.Addr() + "\nv\n"; string(out) != want {
 		t.Errorf("ioredis printed %q, want %q", out, want)
+	}
+}
+
+// TestSentinelReportsADownNode checks that a member that does not answer
+// is listed at the client address it gave before, flagged down, while
+// the others are not.
+func TestSentinelReportsADownNode(t *testing.T) {
+	srvs := startCluster(t, 3)
+	l := clusterLeader(t, srvs)
+	var down, up *Server
+	for _, s := range srvs {
+		switch {
+		case s == l:
+		case down == nil:
+			down = s
+		default:
+			up = s
+		}
+	}
+	ctx := context.Background()
+	rdb := redis.NewSentinelClient(&redis.Options{Addr: l.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	if _, err := rdb.Replicas(ctx, "mymaster").Result(); err != nil {
+		t.Fatal(err)
+	}
+	downAddr := down.Addr()
+	if err := down.Close(); err != nil {
+		t.Fatal(err)
+	}
+	replicas, err := rdb.Replicas(ctx, "mymaster").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := map[string]string{}
+	for _, r := range replicas {
+		flags[net.JoinHostPort(r["ip"], r["port"])] = r["flags"]
+	}
+	want := map[string]string{downAddr: "slave,s_down,disconnected", up.Addr(): "slave"}
+	if !maps.Equal(flags, want) {
+		t.Errorf("SENTINEL REPLICAS flags %v, want %v", flags, want)
 	}
 }
