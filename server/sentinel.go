@@ -88,20 +88,23 @@ func (s *Server) noteClientAddr(raftAddr string, info map[string]string, err err
 	return addr, ok
 }
 
+// latestLeader remembers current, the raft address of the leader known
+// now, unless it is empty, and returns the latest leader known.
+func (st *sentinelState) latestLeader(current string) string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if current != "" {
+		st.leader = current
+	}
+	return st.leader
+}
+
 // masterAddr returns the leader's raft and client addresses: of the
 // leader this node knows, else of the latest it knew, as Sentinel gives
 // the latest master it knew while none is elected.
 func (s *Server) masterAddr(ctx context.Context) (raftAddr, clientAddr string, ok bool) {
-	raftAddr, _ = s.node.Leader()
-	st := &s.sentinel
-	st.mu.Lock()
-	if raftAddr == "" {
-		raftAddr = st.leader
-	} else {
-		st.leader = raftAddr
-	}
-	st.mu.Unlock()
-	if raftAddr == "" {
+	current, _ := s.node.Leader()
+	if raftAddr = s.sentinel.latestLeader(current); raftAddr == "" {
 		return "", "", false
 	}
 	clientAddr, ok = s.memberClientAddr(ctx, raftAddr)
@@ -124,9 +127,7 @@ func (s *Server) announceSwitches() {
 	s.node.WatchLeader(ctx, func(raftAddr, _ string) {
 		callCtx, done := context.WithTimeout(ctx, sentinelTimeout)
 		defer done()
-		s.sentinel.mu.Lock()
-		s.sentinel.leader = raftAddr
-		s.sentinel.mu.Unlock()
+		s.sentinel.latestLeader(raftAddr)
 		addr, ok := s.memberClientAddr(callCtx, raftAddr)
 		if !ok {
 			return
