@@ -162,9 +162,10 @@ func (c *ctx) execAll(cmds []Command, out *Replies) {
 		window := cmds[:n]
 		cmds = cmds[n:]
 		c.warmArms(window)
-		for _, cmd := range window {
+		for i, cmd := range window {
 			c.exec(cmd)
 			out.Ends = append(out.Ends, out.Len())
+			c.reported(window[i : i+1])
 		}
 	}
 }
@@ -653,7 +654,7 @@ func (s *Store) expireBitsLocked(now int64, sink EventSink) {
 			e.v.clearBit(off)
 		}
 		if len(gone) > 0 {
-			s.mu.versions.touch(it.db, []byte(e.key))
+			s.touchLocked(it.db, []byte(e.key), nil)
 			s.markLocked(it.db, e.key)
 		}
 		if sink != nil && len(gone) > 0 {

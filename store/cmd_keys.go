@@ -284,6 +284,7 @@ func flushdb(c *ctx, args [][]byte) {
 		c.s.markDBLocked(c.dbIndex)
 		c.s.mu.versions.touchDB(c.dbIndex)
 		c.s.mu.dbs[c.dbIndex] = newDB()
+		c.s.flushedLocked(c.by)
 		c.w.OK()
 	}
 }
@@ -299,6 +300,7 @@ func flushall(c *ctx, args [][]byte) {
 	}
 	c.s.mu.expiries = nil
 	c.s.mu.bitHeap = nil
+	c.s.flushedLocked(c.by)
 	c.w.OK()
 }
 

@@ -39,6 +39,7 @@ type ctx struct {
 	sink    EventSink    // where the batch's bit events go; nil: nowhere
 	ksink   KeyspaceSink // where its keyspace events go; nil: nowhere
 	hist    *history     // history's configuration on the write path; nil: off
+	by      *Replies     // where the running batch's replies go
 	// marked is the key of database markedDB that the latest write of
 	// the Apply marked (see mark), in the store's markedKey; nil when
 	// none did.
@@ -115,7 +116,7 @@ func (c *ctx) exec(cmd Command) {
 }
 
 // touch records a change of key in database db (see versions).
-func (c *ctx) touch(db int, key []byte) { c.s.mu.versions.touch(db, key) }
+func (c *ctx) touch(db int, key []byte) { c.s.touchLocked(db, key, c.by) }
 
 // unchanged says that the running write command changed none of its
 // keys: they keep their versions.
@@ -179,7 +180,7 @@ func (c *ctx) getIn(d *db, key []byte) *entry {
 	if c.write {
 		d.remove(e)
 		c.s.mu.stats.ExpiredKeys++
-		c.s.mu.versions.touch(c.s.dbIndexOf(d), key)
+		c.s.touchLocked(c.s.dbIndexOf(d), key, nil)
 		c.notifyIn(c.s.dbIndexOf(d), 'x', "expired", key)
 	}
 	return nil

@@ -381,6 +381,7 @@ func (s *Store) Restore(r io.Reader) error {
 	s.setRulesLocked(fresh.mu.bitRules)
 	s.mu.rec = fresh.mu.rec
 	s.mu.versions = fresh.mu.versions
+	s.flushedLocked(nil)
 	return nil
 }
 

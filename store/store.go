@@ -39,6 +39,9 @@ func (cmd Command) is(name string) bool {
 type Replies struct {
 	proto.Writer
 	Ends []int
+	// Tracked makes the store report the keys the batch reads to its
+	// Tracker.
+	Tracked bool
 }
 
 // Reply returns the encoded reply of command i.
@@ -131,6 +134,7 @@ type Store struct {
 		rec        recorder     // the state of history recording
 		markedKey  []byte       // the buffer of applyCtx.marked, reused
 		versions   versions     // the keys' versions, for WATCH
+		tracker    Tracker      // what follows reads and changes of keys; see SetTracker
 	}
 }
 
@@ -171,8 +175,9 @@ func (s *Store) Apply(cmds []Command, now int64, out *Replies) {
 	defer s.mu.Unlock()
 	c := s.startApply(now)
 	defer c.end()
-	c.w = &out.Writer
+	c.w, c.by = &out.Writer, out
 	c.execAll(cmds, out)
+	s.appliedLocked()
 }
 
 // lock takes the write lock, which every change of the store holds, and
@@ -224,13 +229,14 @@ func (s *Store) ApplyEach(now int64, batches [][]Command, outs []*Replies, done 
 	c := s.startApply(now)
 	defer c.end()
 	for i, cmds := range batches {
-		c.w = &outs[i].Writer
+		c.w, c.by = &outs[i].Writer, outs[i]
 		c.execAll(cmds, outs[i])
 		if done != nil {
 			c.flushLookups()
 			done(i)
 		}
 	}
+	s.appliedLocked()
 }
 
 // Now returns the store's time: that of the latest batch applied (unix
@@ -252,11 +258,13 @@ func (s *Store) Read(cmds []Command, now int64, out *Replies) {
 				continue
 			}
 			if n := c.getbitRun(cmds, out); n > 0 {
+				c.reported(cmds[:n])
 				cmds = cmds[n:]
 				continue
 			}
 			c.exec(cmds[0])
 			out.Ends = append(out.Ends, out.Len())
+			c.reported(cmds[:1])
 			cmds = cmds[1:]
 		}
 		return true
@@ -273,7 +281,7 @@ func (s *Store) read(now int64, out *Replies, f func(c *ctx) bool) bool {
 		now = s.mu.now
 	}
 	c := readCtxs.Get().(*ctx)
-	*c = ctx{s: s, now: now, w: &out.Writer, ksink: s.keyspaceSink()}
+	*c = ctx{s: s, now: now, w: &out.Writer, ksink: s.keyspaceSink(), by: out}
 	defer func() {
 		c.end()
 		readCtxs.Put(c)
@@ -331,7 +339,7 @@ func (s *Store) expireLocked(now int64, ksink KeyspaceSink) {
 		case e.expireAt != 0 && e.expireAt < now:
 			d.remove(e)
 			s.mu.stats.ExpiredKeys++
-			s.mu.versions.touch(it.db, []byte(e.key))
+			s.touchLocked(it.db, []byte(e.key), nil)
 			s.markLocked(it.db, e.key)
 			if ksink != nil {
 				ksink(it.db, 'x', "expired", []byte(e.key))
