@@ -294,6 +294,8 @@ var groupNames = map[string]string{
 	"normal_master_slave_replica_pubsub":              "normal_master_slave_pubsub",
 	"client-id_normal_master_slave_pubsub_username_ip:port_ip:port_yes/no": "new-format",
 	"ip:port_new-format": "filter",
+	"on_off":             "status",
+	"yes_no":             "mode",
 }
 
 // argTypes maps argument names to their types; names not listed are
