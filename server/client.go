@@ -98,9 +98,15 @@ type client struct {
 	// monitoring is set by MONITOR, until RESET.
 	monitoring bool
 	// box is the queue the client's output goes through while it is
-	// subscribed or monitors, which other connections write to too; nil
-	// otherwise.
-	box *outbox
+	// subscribed, monitors or tracks keys, which other connections write
+	// to too; nil otherwise. boxRef is box, for those other connections.
+	box    *outbox
+	boxRef atomic.Pointer[outbox]
+	// track is the client's CLIENT TRACKING state (see tracking.go), and
+	// gone is set once the connection has ended, for the clients that
+	// redirect their invalidations to it.
+	track tracker
+	gone  atomic.Bool
 
 	counters []counter // per command ID, for INFO commandstats
 
@@ -218,6 +224,9 @@ func (c *client) gather(full bool) bool {
 	if !c.batchOpen {
 		c.takeBuffers()
 		c.batchOpen, c.used = true, 0
+		if c.track.on {
+			c.box.hold()
+		}
 	}
 	c.used = c.handleInput(c.used)
 	if full && c.used < len(c.in) && len(c.pending) > 0 && c.used < maxBatchInput && !c.closing && !c.handingOff {
@@ -273,7 +282,11 @@ func shutdown(nc net.Conn) {
 func (c *client) endBatch(used int) bool {
 	c.flushPending()
 	c.releaseBuffers()
-	if err := c.writeOut(); err != nil {
+	err := c.writeOut()
+	if c.box != nil {
+		c.box.release()
+	}
+	if err != nil {
 		return false
 	}
 	return c.dropInput(used)
@@ -357,7 +370,7 @@ func (c *client) handleInput(used int) int {
 		if len(args) > 0 {
 			spec = c.lookup(args[0])
 		}
-		if c.loop != nil && needsGoroutine(spec) {
+		if c.loop != nil && needsGoroutine(spec, args) {
 			c.argv = c.argv[:mark]
 			c.handingOff = true
 			break
@@ -366,6 +379,9 @@ func (c *client) handleInput(used int) int {
 		if len(args) > 0 {
 			c.dispatch(spec, args)
 			lim = c.limits()
+			if c.track.caching && !c.multi && (spec == nil || spec.Name != "client") {
+				c.track.caching = false // it was for this command, as Redis's CLIENT CACHING
+			}
 		}
 	}
 	return used
@@ -476,6 +492,9 @@ func (c *client) dispatch(spec *proto.Spec, args [][]byte) {
 	if store.Handles(spec) {
 		c.pending = append(c.pending, store.Command{DB: c.db, Args: args, Spec: spec})
 		c.feedMonitors(c.db, spec, args)
+		if c.track.caching {
+			c.flushPending() // CLIENT CACHING's answer is for this command alone
+		}
 		return
 	}
 	c.flushPending()
@@ -594,6 +613,9 @@ func (c *client) runStore(cmds []store.Command, write bool, now time.Time) error
 	case write && c.unchanged(cmds, now):
 		return nil
 	case write:
+		if c.track.on {
+			c.s.tracking.rememberReads(c, cmds)
+		}
 		// A leader that commits the write itself knows a commit index
 		// at or after its entry; one elected since it forwarded the
 		// write may not yet.
@@ -652,17 +674,20 @@ func (b *sharedBarrier) wait() error {
 }
 
 // needsGoroutine reports whether a connection served by an event loop
-// must have a goroutine of its own to run spec: a subscription, whose
-// messages come from other connections' goroutines at any time, and the
+// must have a goroutine of its own to run spec with args: a subscription
+// or CLIENT TRACKING, whose messages come from other connections'
+// goroutines at any time, and the
 // commands that wait for other nodes (RAFT, FAILOVER, SENTINEL, and INFO,
 // ROLE and WAIT, which ask the followers how far they applied), which would
 // hold up every connection of the loop meanwhile. A nil spec, an unknown
 // command, is answered by the loop.
-func needsGoroutine(spec *proto.Spec) bool {
+func needsGoroutine(spec *proto.Spec, args [][]byte) bool {
 	if spec == nil {
 		return false
 	}
 	switch spec.Name {
+	case "client":
+		return len(args) > 1 && strings.EqualFold(string(args[1]), "tracking")
 	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor", "raft", "failover", "info", "role", "wait", "sentinel":
 		return true
 	}

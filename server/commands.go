@@ -256,7 +256,7 @@ func (c *client) setProtocol(resp3 bool) {
 // newReplies returns empty replies in the connection's protocol, for the
 // parts of a command that run apart from its other replies.
 func (c *client) newReplies() store.Replies {
-	return store.Replies{Writer: proto.Writer{RESP3: c.out.RESP3}}
+	return store.Replies{Writer: proto.Writer{RESP3: c.out.RESP3}, Tracked: c.out.Tracked}
 }
 
 // protocol is the version of the connection's protocol, 2 or 3.

@@ -38,6 +38,10 @@ type Config struct {
 	// SlowlogMaxLen is slowlog-max-len: the most entries the slow log
 	// keeps, the newest.
 	SlowlogMaxLen int64
+	// TrackingTableMaxKeys is tracking-table-max-keys: the most keys
+	// CLIENT TRACKING remembers for the clients that read them; past it,
+	// the server invalidates keys to make room (0: no bound).
+	TrackingTableMaxKeys int64
 	// Cluster configures the server's raft node: its identity, peers,
 	// persistence (appendonly, appendfsync) and timing.
 	Cluster cluster.Config
@@ -102,17 +106,18 @@ func (c HistoryConfig) Validate() error {
 // DefaultConfig returns the configuration `presenced` starts with.
 func DefaultConfig() Config {
 	return Config{
-		Bind:              "127.0.0.1",
-		Port:              6379,
-		Dir:               "./data",
-		MaxBulkLen:        proto.DefaultMaxBulkLen,
-		QueryBufferLimit:  1 << 30,
-		MaxClients:        10000,
-		SlowlogSlowerThan: 10000,
-		SlowlogMaxLen:     128,
-		Cluster:           cluster.DefaultConfig(),
-		History:           DefaultHistoryConfig(),
-		MasterName:        "mymaster",
+		Bind:                 "127.0.0.1",
+		Port:                 6379,
+		Dir:                  "./data",
+		MaxBulkLen:           proto.DefaultMaxBulkLen,
+		QueryBufferLimit:     1 << 30,
+		MaxClients:           10000,
+		SlowlogSlowerThan:    10000,
+		SlowlogMaxLen:        128,
+		TrackingTableMaxKeys: 1000000,
+		Cluster:              cluster.DefaultConfig(),
+		History:              DefaultHistoryConfig(),
+		MasterName:           "mymaster",
 	}
 }
 
@@ -133,6 +138,8 @@ func (c Config) Validate() error {
 		return errors.New("server: slowlog-log-slower-than must be at least -1")
 	case c.SlowlogMaxLen < 0:
 		return errors.New("server: slowlog-max-len must not be negative")
+	case c.TrackingTableMaxKeys < 0:
+		return errors.New("server: tracking-table-max-keys must not be negative")
 	case c.MasterName == "" || strings.ContainsAny(c.MasterName, " \t\r\n"):
 		return fmt.Errorf("server: master name %q must be a word", c.MasterName)
 	}

@@ -158,8 +158,18 @@ func clientCommand(c *client, args [][]byte) {
 		clientKill(c, args)
 	case "unblock":
 		clientUnblock(c, args)
+	case "tracking":
+		clientTracking(c, args)
+	case "caching":
+		clientCaching(c, args)
+	case "getredir":
+		clientGetRedir(c)
+	case "trackinginfo":
+		clientTrackingInfo(c)
 	default:
 		c.help("CLIENT",
+			"CACHING (YES|NO)", "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+			"GETREDIR", "    Return the client ID we are redirecting to when tracking is enabled.",
 			"GETNAME", "    Return the name of the current connection.",
 			"ID", "    Return the ID of the current connection.",
 			"INFO", "    Return information about the current client connection.",
@@ -173,7 +183,9 @@ func clientCommand(c *client, args [][]byte) {
 			"LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]", "    Return information about client connections.",
 			"SETINFO <option> <value>", "    Set client meta attr. Options are:",
 			"SETNAME <name>", "    Assign the name <name> to the current connection.",
-			"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.")
+			"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
+			"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]", "         [OPTIN] [OPTOUT] [NOLOOP]", "    Control server assisted client side caching.",
+			"TRACKINGINFO", "    Report tracking status for the current connection.")
 	}
 }
 
@@ -380,12 +392,13 @@ func clientList(c *client, args [][]byte) {
 
 // describe is the client's line in CLIENT LIST, with Redis's fields.
 func (c *client) describe(now time.Time) string {
+	tracking, redir := c.s.tracking.listFlags(c) // before info: see tracking.go's lock order
 	c.info.Lock()
 	defer c.info.Unlock()
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=%d resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.info.name,
 		int64(now.Sub(c.created).Seconds()), int64(now.Sub(c.info.lastActive).Seconds()),
-		clientFlags(c.info.sub+c.info.psub, c.info.monitoring, c.blocked.Load()), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, c.info.resp, c.info.libName, c.info.libVer)
+		clientFlags(c.info.sub+c.info.psub, c.info.monitoring, c.blocked.Load(), tracking), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, redir, c.info.resp, c.info.libName, c.info.libVer)
 }
 
 func configCommand(c *client, args [][]byte) {
@@ -552,8 +565,9 @@ func (s *Server) infoServer(b *strings.Builder) {
 }
 
 func (s *Server) infoClients(b *strings.Builder) {
-	fmt.Fprintf(b, "# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\nblocked_clients:0\r\n",
-		len(s.clientList()), s.settings.config().MaxClients)
+	tracking, _, _, _ := s.tracking.counts()
+	fmt.Fprintf(b, "# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\nblocked_clients:0\r\ntracking_clients:%d\r\n",
+		len(s.clientList()), s.settings.config().MaxClients, tracking)
 }
 
 func (s *Server) infoMemory(b *strings.Builder) {
@@ -569,6 +583,7 @@ func (s *Server) infoStats(b *strings.Builder) {
 		processed += t.calls
 	}
 	channels, patterns := s.pubsub.counts()
+	_, keys, items, prefixes := s.tracking.counts()
 	s.stats.errs.Lock()
 	errorReplies := s.stats.errs.replies
 	s.stats.errs.Unlock()
@@ -577,9 +592,9 @@ func (s *Server) infoStats(b *strings.Builder) {
 		lookups.Hits -= base.Hits
 		lookups.Misses -= base.Misses
 	}
-	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\nexpired_keys:%d\r\nkeyspace_hits:%d\r\nkeyspace_misses:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\ntotal_error_replies:%d\r\n",
+	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\nexpired_keys:%d\r\nkeyspace_hits:%d\r\nkeyspace_misses:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\ntracking_total_keys:%d\r\ntracking_total_items:%d\r\ntracking_total_prefixes:%d\r\ntotal_error_replies:%d\r\n",
 		s.stats.connections.Load(), processed, s.stats.rejected.Load(), s.store.Stats().ExpiredKeys-s.stats.expiredBase.Load(),
-		lookups.Hits, lookups.Misses, channels, patterns, errorReplies)
+		lookups.Hits, lookups.Misses, channels, patterns, keys, items, prefixes, errorReplies)
 }
 
 func (s *Server) infoErrorStats(b *strings.Builder) {

@@ -66,6 +66,7 @@ func (c *client) leaveModes() {
 		c.setMonitoring(false)
 	}
 	c.leavePubSub()
+	c.s.tracking.disable(c)
 	c.closeBox()
 }
 
@@ -83,14 +84,17 @@ func (c *client) openBox(limit int) {
 	if c.box == nil {
 		c.box = newOutbox(c.nc, limit)
 		c.box.resp3.Store(c.out.RESP3)
+		c.boxRef.Store(c.box)
 		c.s.goFunc(c.box.run)
 	}
 }
 
 // closeBox waits until the client's outbox has written what it holds and
-// drops it, once neither subscriptions nor MONITOR need it.
+// drops it, once neither subscriptions, MONITOR nor CLIENT TRACKING need
+// it.
 func (c *client) closeBox() {
-	if c.box != nil && c.ps == nil && !c.monitoring {
+	if c.box != nil && c.ps == nil && !c.monitoring && !c.track.on {
+		c.boxRef.Store(nil)
 		c.box.finish()
 		c.box = nil
 	}

@@ -426,10 +426,10 @@ func (c *client) clientType() string {
 }
 
 // clientFlags is the flags field of CLIENT LIST for a client with n
-// subscriptions, monitoring or not, blocked or not: O for a monitor, P
-// for a subscriber, b for a client that WAIT blocks, in Redis's order, N
-// for none.
-func clientFlags(n int, monitoring, blocked bool) string {
+// subscriptions, monitoring or not, blocked or not, with the flags of its
+// tracking: O for a monitor, P for a subscriber, b for a client that WAIT
+// blocks, then the tracking flags, in Redis's order, N for none.
+func clientFlags(n int, monitoring, blocked bool, tracking string) string {
 	flags := ""
 	if monitoring {
 		flags += "O"
@@ -440,6 +440,7 @@ func clientFlags(n int, monitoring, blocked bool) string {
 	if blocked {
 		flags += "b"
 	}
+	flags += tracking
 	if flags == "" {
 		return "N"
 	}

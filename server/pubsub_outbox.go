@@ -32,6 +32,11 @@ type outbox struct {
 		inflight int    // bytes the writer is writing
 		closing  bool   // no more output: write what is queued and stop
 		failed   bool   // the connection is closed; output is dropped
+		// holding is set while the client's goroutine answers a batch
+		// (see hold): the invalidations pushed meanwhile wait in held,
+		// behind the batch's replies.
+		holding bool
+		held    []byte
 	}
 }
 
@@ -66,6 +71,41 @@ func (o *outbox) queue(b []byte, asPush bool) bool {
 	o.mu.Unlock()
 	o.signal()
 	return true
+}
+
+// pushInvalidation queues frame, an invalidation of cached keys, behind
+// the replies of the batch the client is answering, if it is answering
+// one (see hold), so that a reply read before a change never reaches the
+// client after the change's invalidation. Like push, it never waits.
+func (o *outbox) pushInvalidation(frame []byte) {
+	o.mu.Lock()
+	if o.mu.holding {
+		o.mu.held = append(o.mu.held, frame...)
+		o.mu.Unlock()
+		return
+	}
+	o.mu.Unlock()
+	o.push(frame)
+}
+
+// hold makes invalidations wait until release, while the client's
+// goroutine reads keys and answers.
+func (o *outbox) hold() {
+	o.mu.Lock()
+	o.mu.holding = true
+	o.mu.Unlock()
+}
+
+// release queues the invalidations held since hold, once the batch's
+// replies are queued.
+func (o *outbox) release() {
+	o.mu.Lock()
+	held := o.mu.held
+	o.mu.holding, o.mu.held = false, nil
+	o.mu.Unlock()
+	if len(held) > 0 {
+		o.push(held)
+	}
 }
 
 // send queues the client's own replies for push, reporting a closed

@@ -33,6 +33,12 @@ type psStep struct {
 	// sorted compares an array reply's elements in sorted order, where
 	// Redis leaves their order unspecified.
 	sorted bool
+	// ids replaces "{id:N}" in args with the ID of the side's connection
+	// N, as the servers number their connections apart; idReplies
+	// replaces those IDs in the replies with "{id:N}".
+	ids, idReplies bool
+	// fields keeps only these fields of a CLIENT INFO reply.
+	fields []string
 }
 
 // pubsubScript exercises the pub/sub commands over three connections.
@@ -189,17 +195,39 @@ func runPubSubDiff(t *testing.T, ref, sut string, script []psStep) {
 		name  string
 		conns []*diffTarget
 	}{{name: "redis"}, {name: "presenced"}}
+	var ids [2][]string
 	for i, addr := range []string{ref, sut} {
 		for range 3 {
 			sides[i].conns = append(sides[i].conns, dialTarget(t, sides[i].name, addr))
+		}
+		if slices.ContainsFunc(script, func(s psStep) bool { return s.ids || s.idReplies }) {
+			ids[i] = connIDs(t, sides[i].conns)
 		}
 	}
 	for _, step := range script {
 		var got [2][]byte
 		for i, side := range sides {
+			step := step
+			if step.ids {
+				step.args = slices.Clone(step.args)
+				for n, id := range ids[i] {
+					for j := range step.args {
+						step.args[j] = strings.ReplaceAll(step.args[j], "{id:"+strconv.Itoa(n)+"}", id)
+					}
+				}
+			}
 			reply, err := runStep(side.conns[step.conn], step)
 			if err != nil {
 				t.Fatalf("conn %d: %s: %s: %v", step.conn, formatCommand(argv(step.args...)), side.name, err)
+			}
+			if step.idReplies {
+				for n, id := range ids[i] {
+					reply = bytes.ReplaceAll(reply, []byte(":"+id+"\r\n"), []byte(":{id:"+strconv.Itoa(n)+"}\r\n"))
+					reply = bytes.ReplaceAll(reply, []byte("redir="+id), []byte("redir={id:"+strconv.Itoa(n)+"}"))
+				}
+			}
+			if len(step.fields) > 0 {
+				reply = clientFields(reply, step.fields)
 			}
 			if len(step.args) > 0 {
 				reply = normalise(argv(step.args...), reply)
@@ -217,6 +245,33 @@ func runPubSubDiff(t *testing.T, ref, sut string, script []psStep) {
 				step.conn, formatCommand(argv(step.args...)), clip(got[0]), clip(got[1]))
 		}
 	}
+}
+
+// connIDs returns the CLIENT ID of each connection.
+func connIDs(t *testing.T, conns []*diffTarget) []string {
+	t.Helper()
+	var ids []string
+	for _, d := range conns {
+		reply, err := d.do(argv("CLIENT", "ID"))
+		n, ok := intReply(reply)
+		if err != nil || !ok {
+			t.Fatalf("CLIENT ID: %q, %v", reply, err)
+		}
+		ids = append(ids, strconv.FormatInt(n, 10))
+	}
+	return ids
+}
+
+// clientFields keeps of a CLIENT INFO reply, a bulk or verbatim string,
+// only the named fields, in their order.
+func clientFields(reply []byte, names []string) []byte {
+	var kept []string
+	for _, field := range strings.Fields(string(reply)) {
+		if name, _, ok := strings.Cut(field, "="); ok && slices.Contains(names, name) {
+			kept = append(kept, field)
+		}
+	}
+	return []byte(strings.Join(kept, " "))
 }
 
 // runStep sends a step's command, if any, on d and returns the raw bytes

@@ -38,6 +38,7 @@ type Server struct {
 	slowlog  slowlog
 	pubsub   hub
 	monitors monitorHub
+	tracking tracking
 	sentinel sentinelState
 	// keyspaceFlags is notify-keyspace-events, for the store's sink.
 	keyspaceFlags atomic.Int32
@@ -73,6 +74,7 @@ func New(cfg Config) (*Server, error) {
 	s.stats.counters = make([]counter, len(proto.Counted))
 	s.settings.init(cfg)
 	s.watchBitEvents()
+	s.tracking.init(s)
 	s.mu.clients = make(map[*client]struct{})
 	cc := cfg.Cluster
 	cc.Password = func() string { return s.settings.config().RequirePass }
@@ -274,6 +276,7 @@ func (s *Server) acceptLoop(ln net.Listener, peer bool) {
 
 // dropClient forgets a client whose connection ended, keeping its counts.
 func (s *Server) dropClient(c *client) {
+	c.gone.Store(true)
 	s.mu.Lock()
 	delete(s.mu.clients, c)
 	s.stats.merge(c)
@@ -283,9 +286,22 @@ func (s *Server) dropClient(c *client) {
 // forget takes a client out of the connected ones before its connection
 // ends; dropClient keeps its counts once it has.
 func (s *Server) forget(c *client) {
+	c.gone.Store(true)
 	s.mu.Lock()
 	delete(s.mu.clients, c)
 	s.mu.Unlock()
+}
+
+// clientByID returns the connected client with ID id, or nil.
+func (s *Server) clientByID(id int64) *client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.mu.clients {
+		if c.id == id {
+			return c
+		}
+	}
+	return nil
 }
 
 // clients returns a snapshot of the connected clients.

@@ -87,6 +87,9 @@ var parameters = []parameter{
 			c.NotifyKeyspaceEvents = flags
 			return ""
 		}},
+	{name: "tracking-table-max-keys",
+		get: func(c *Config) string { return strconv.FormatInt(c.TrackingTableMaxKeys, 10) },
+		set: intSetter(0, 1<<63-1, func(c *Config, n int64) { c.TrackingTableMaxKeys = n })},
 	{name: "hz", get: func(c *Config) string { return strconv.Itoa(c.hz()) }},
 	{name: "save", get: func(*Config) string { return "" }},
 	{name: "appendonly", get: func(c *Config) string { return yesNo(c.Cluster.AppendOnly) }},
