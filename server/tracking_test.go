@@ -2,8 +2,11 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	osexec "os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -412,5 +415,51 @@ func TestTrackingExpiryAndLimit(t *testing.T) {
 	}
 	if !bytes.Contains([]byte(c.do("CLIENT", "LIST")), []byte("redir=-1")) {
 		t.Error("CLIENT LIST lacks redir=-1 for clients that do not track")
+	}
+}
+
+// trackingPyScript has redis-py take invalidations the way a RESP2
+// client does: on a second, subscribed connection that the first
+// redirects them to.
+const trackingPyScript = `
+import json, sys, redis
+port = int(sys.argv[1])
+w = redis.Redis(port=port)
+p = redis.Redis(port=port).pubsub()
+p.subscribe("__redis__:invalidate")
+p.get_message(timeout=5)
+sub = [c["id"] for c in w.client_list() if c["sub"] == "1"][0]
+r = redis.Redis(port=port, single_connection_client=True)
+r.execute_command("CLIENT", "TRACKING", "on", "REDIRECT", sub)
+r.get("k")
+w.set("k", "1")
+changed = p.get_message(timeout=5)
+w.flushall()
+flushed = p.get_message(timeout=5)
+print(json.dumps([changed["channel"].decode(), [k.decode() for k in changed["data"]], flushed["data"]]))
+`
+
+// TestTrackingRedisPy runs trackingPyScript on redis-server and on
+// presenced.
+func TestTrackingRedisPy(t *testing.T) {
+	python := pythonWithRedis(t)
+	ref := redisserver.StartForTest(t, redisserver.Options{})
+	srv := startServer(t)
+	run := func(addr string) string {
+		_, port, _ := net.SplitHostPort(addr)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := osexec.CommandContext(ctx, python, "-c", trackingPyScript, port).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-py on %s: %v\n%s", addr, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	want := `["__redis__:invalidate", ["k"], null]`
+	if got := run(ref.Addr()); got != want {
+		t.Fatalf("redis-py on redis-server: %s, want %s", got, want)
+	}
+	if got := run(srv.Addr()); got != want {
+		t.Errorf("redis-py on presenced: %s, want %s", got, want)
 	}
 }
