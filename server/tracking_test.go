@@ -463,3 +463,68 @@ func TestTrackingRedisPy(t *testing.T) {
 		t.Errorf("redis-py on presenced: %s, want %s", got, want)
 	}
 }
+
+// TestTrackingPipelinesDiff sends pipelines to redis-server and to
+// presenced and compares what comes back: CLIENT TRACKING in the middle
+// of a pipeline (which moves a connection an event loop serves to a
+// goroutine of its own), CLIENT CACHING for the next command of a
+// pipeline alone, and a pipeline's write and then read of a key.
+func TestTrackingPipelinesDiff(t *testing.T) {
+	ref := redisserver.StartForTest(t, redisserver.Options{})
+	srv := startServer(t)
+	type send struct {
+		conn    int
+		cmds    [][]string
+		replies int
+	}
+	script := []send{
+		{conn: 0, cmds: [][]string{{"HELLO", "3"}, {"CLIENT", "TRACKING", "on"}, {"GET", "a"}}, replies: 3},
+		{conn: 1, cmds: [][]string{{"SET", "a", "1"}}, replies: 1},
+		{conn: 0, cmds: [][]string{{"PING"}}, replies: 2},
+		{conn: 0, cmds: [][]string{{"SET", "b", "1"}, {"GET", "b"}, {"GET", "c"}}, replies: 3},
+		{conn: 1, cmds: [][]string{{"MSET", "b", "2", "c", "2"}}, replies: 1},
+		{conn: 0, cmds: [][]string{{"PING"}}, replies: 3},
+		{conn: 0, cmds: [][]string{{"CLIENT", "TRACKING", "off"}, {"CLIENT", "TRACKING", "on", "OPTIN"}, {"CLIENT", "CACHING", "yes"}, {"GET", "d"}, {"GET", "e"}, {"MGET", "f", "g"}}, replies: 6},
+		{conn: 1, cmds: [][]string{{"MSET", "d", "1", "e", "1", "f", "1", "g", "1"}}, replies: 1},
+		{conn: 0, cmds: [][]string{{"PING"}}, replies: 2},
+	}
+	var got [2][]string
+	for side, addr := range []string{ref.Addr(), srv.Addr()} {
+		conns := []*redisserver.Conn{}
+		for range 2 {
+			c, err := redisserver.Dial(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			conns = append(conns, c)
+		}
+		for _, s := range script {
+			var pipeline []byte
+			for _, cmd := range s.cmds {
+				pipeline = redisserver.AppendCommand(pipeline, cmd...)
+			}
+			if _, err := conns[s.conn].Write(pipeline); err != nil {
+				t.Fatal(err)
+			}
+			var replies []byte
+			for range s.replies {
+				conns[s.conn].NetConn().SetReadDeadline(time.Now().Add(10 * time.Second))
+				r, err := conns[s.conn].ReadReply()
+				if err != nil {
+					t.Fatalf("%v: %v", s.cmds, err)
+				}
+				replies = append(replies, r...)
+			}
+			if s.cmds[0][0] == "HELLO" {
+				replies = replies[bytes.Index(replies, []byte("+OK")):] // HELLO's map tells the versions apart
+			}
+			got[side] = append(got[side], fmt.Sprintf("%v: %q", s.cmds, replies))
+		}
+	}
+	for i := range got[0] {
+		if got[0][i] != got[1][i] {
+			t.Errorf("redis:     %s\npresenced: %s", got[0][i], got[1][i])
+		}
+	}
+}
