@@ -332,11 +332,13 @@ func (s *suite) heartbeats() error {
 	}
 	defer p.close()
 	getbit := newTemplate([]string{"GETBIT", heartbeatKey}, 1)
-	g := Group{Title: "Heartbeats", Throughput: true, Note: fmt.Sprintf("`SETBIT %s <random id> 1` and `GETBIT %s <random id>`; GETBIT runs on the key the SETBIT runs filled. Both servers run without persistence (presenced `--appendonly no`, redis-server `--appendonly no --save ''`): the persistence modes (below) compare the modes that write to disk. The pipeline-1 row sends the ids the pipeline-64 row set: heartbeats of users already online, which change nothing, so neither server writes them to its log or AOF.", heartbeatKey, heartbeatKey)}
+	g := Group{Title: "Heartbeats", Throughput: true, Note: fmt.Sprintf("`SETBIT %s <random id> 1` and `GETBIT %s <random id>`; GETBIT runs on the key the SETBIT runs filled. Both servers run without persistence (presenced `--appendonly no`, redis-server `--appendonly no --save ''`): the persistence modes (below) compare the modes that write to disk. The pipeline-1 row sends the ids the pipeline-64 row set: heartbeats of users already online, which change nothing, so neither server writes them to its log or AOF. The last row sets ids of its own while a client tracks the key for client-side caching (`CLIENT TRACKING on BCAST PREFIX %s`, its invalidations redirected to a subscribed connection that reads them), under the heartbeats' bound.", heartbeatKey, heartbeatKey, heartbeatKey)}
 	for _, w := range []workload{
 		setbitWorkload("SETBIT heartbeat, pipeline 64", 64, targetHeartbeat),
 		setbitWorkload("SETBIT heartbeat, pipeline 1", 1, targetHeartbeat),
 		{name: "GETBIT, pipeline 64", reqs: both(getbit), pipeline: 64, random: true, target: targetHeartbeat},
+		{name: "SETBIT heartbeat, pipeline 64, a client tracking the key", reqs: both(setbitTemplate), pipeline: 64, random: true, ids: trackedIDs, target: targetHeartbeat,
+			beside: [2]func(target) (func() error, error){trackingListener(heartbeatKey), trackingListener(heartbeatKey)}},
 	} {
 		row, err := s.throughput(p.targets(), w)
 		if err != nil {
@@ -347,6 +349,10 @@ func (s *suite) heartbeats() error {
 	s.rep.Groups = append(s.rep.Groups, g)
 	return nil
 }
+
+// trackedIDs selects the id streams of the heartbeats a tracking client
+// hears of: new bits, so that each batch changes the key.
+const trackedIDs = 2
 
 // setbitTemplate is the heartbeat: SETBIT heartbeatKey <id> 1.
 var setbitTemplate = newTemplate([]string{"SETBIT", heartbeatKey}, 1, "1")
