@@ -18,6 +18,7 @@ import (
 func testConfig(id string) Config {
 	c := DefaultConfig()
 	c.NodeID = id
+	c.RaftAddr = "127.0.0.1:0" // a node on raft's TCP transport takes a free port
 	c.AppendOnly = false
 	c.Dir = ""
 	c.TickInterval = time.Hour

@@ -1089,7 +1089,6 @@ func durableConfig(t *testing.T, id string) Config {
 	cfg.Bootstrap = true
 	cfg.AppendOnly = true
 	cfg.Dir = t.TempDir()
-	cfg.RaftAddr = "127.0.0.1:0"
 	return cfg
 }
 
