@@ -336,12 +336,10 @@ func clientUnblock(c *client, args [][]byte) {
 		c.out.Error(proto.ErrNotInteger)
 		return
 	}
-	for _, o := range c.s.clientList() {
-		if o.id == id && o.blocked.CompareAndSwap(true, false) {
-			o.unblock <- withError
-			c.out.Int(1)
-			return
-		}
+	if o := c.s.clientByID(id); o != nil && o.blocked.CompareAndSwap(true, false) {
+		o.unblock <- withError
+		c.out.Int(1)
+		return
 	}
 	c.out.Int(0)
 }

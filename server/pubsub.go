@@ -417,12 +417,18 @@ func pubsubCommand(c *client, args [][]byte) {
 // clientType is the client's type for CLIENT LIST TYPE: "pubsub" while it
 // has subscriptions, else "normal".
 func (c *client) clientType() string {
-	c.info.Lock()
-	defer c.info.Unlock()
-	if c.info.sub+c.info.psub > 0 {
+	if c.subscribed() {
 		return "pubsub"
 	}
 	return "normal"
+}
+
+// subscribed reports whether the client has a subscription, from any
+// goroutine.
+func (c *client) subscribed() bool {
+	c.info.Lock()
+	defer c.info.Unlock()
+	return c.info.sub+c.info.psub > 0
 }
 
 // clientFlags is the flags field of CLIENT LIST for a client with n

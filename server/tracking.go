@@ -41,16 +41,23 @@ import (
 // under; caching is the client's goroutine's alone.
 type tracker struct {
 	on, bcast, optin, optout, noloop bool
-	// redirect is the ID of the client the invalidations go to, and
-	// target that client; 0 and nil when they go to this one. broken is
-	// set once the target was found gone.
-	redirect int64
+	// target is the client the invalidations go to, nil when they go to
+	// this one; broken is set once it was found gone.
 	target   *client
 	broken   bool
 	prefixes []string // BCAST's, sorted
 	// caching is CLIENT CACHING's answer, for the next command or
 	// transaction.
 	caching bool
+}
+
+// redirect is the ID of the client the invalidations go to, 0 when they
+// go to the tracking client itself.
+func (tr *tracker) redirect() int64 {
+	if tr.target == nil {
+		return 0
+	}
+	return tr.target.id
 }
 
 // tracking is the server's CLIENT TRACKING state: which clients may cache
@@ -110,7 +117,7 @@ func clientTracking(c *client, args [][]byte) {
 		switch opt := strings.ToLower(string(args[i])); {
 		case opt == "redirect" && more:
 			i++
-			if want.redirect != 0 {
+			if want.target != nil {
 				c.out.Error(errOneRedirect)
 				return
 			}
@@ -123,7 +130,6 @@ func clientTracking(c *client, args [][]byte) {
 				c.out.Error(errNoRedirect)
 				return
 			}
-			want.redirect = id
 		case opt == "bcast":
 			want.bcast = true
 		case opt == "optin":
@@ -223,7 +229,7 @@ func clientGetRedir(c *client) {
 		c.out.Int(-1)
 		return
 	}
-	c.out.Int(c.track.redirect)
+	c.out.Int(c.track.redirect())
 }
 
 // clientTrackingInfo is CLIENT TRACKINGINFO.
@@ -251,7 +257,7 @@ func clientTrackingInfo(c *client) {
 	}
 	c.out.BulkString("redirect")
 	if tr.on {
-		c.out.Int(tr.redirect)
+		c.out.Int(tr.redirect())
 	} else {
 		c.out.Int(-1)
 	}
@@ -273,7 +279,7 @@ func (t *tracking) enableLocked(c *client, want tracker) {
 	tr := &c.track
 	t.mu.on[&c.out] = c
 	c.out.Tracked = true
-	tr.on, tr.broken, tr.redirect, tr.target = true, false, want.redirect, want.target
+	tr.on, tr.broken, tr.target = true, false, want.target
 	tr.bcast, tr.optin, tr.optout, tr.noloop = want.bcast, want.optin, want.optout, want.noloop
 	if want.bcast {
 		if len(want.prefixes) == 0 {
@@ -533,7 +539,7 @@ func (t *tracking) send(c *client, message []byte) {
 		if tr.target.gone.Load() {
 			tr.broken = true
 			if own.resp3.Load() {
-				own.pushInvalidation([]byte(">2\r\n$21\r\ntracking-redir-broken\r\n:" + strconv.FormatInt(tr.redirect, 10) + "\r\n"))
+				own.pushInvalidation([]byte(">2\r\n$21\r\ntracking-redir-broken\r\n:" + strconv.FormatInt(tr.target.id, 10) + "\r\n"))
 			}
 			return
 		}
@@ -551,14 +557,6 @@ func (t *tracking) send(c *client, message []byte) {
 		return
 	}
 	to.pushInvalidation(frame)
-}
-
-// subscribed reports whether the client has a subscription, from any
-// goroutine.
-func (c *client) subscribed() bool {
-	c.info.Lock()
-	defer c.info.Unlock()
-	return c.info.sub+c.info.psub > 0
 }
 
 // counts returns INFO's tracking_clients, tracking_total_keys,
@@ -585,5 +583,5 @@ func (t *tracking) listFlags(c *client) (string, int64) {
 	if tr.bcast {
 		flags += "B"
 	}
-	return flags, tr.redirect
+	return flags, tr.redirect()
 }
