@@ -282,7 +282,7 @@ func (c *ctx) flushMode(args [][]byte) bool {
 func flushdb(c *ctx, args [][]byte) {
 	if c.flushMode(args) {
 		c.s.markDBLocked(c.dbIndex)
-		c.s.mu.versions.touchDB(c.dbIndex)
+		c.s.mu.versions.touchKeys(c.dbIndex, c.s.mu.dbs[c.dbIndex])
 		c.s.mu.dbs[c.dbIndex] = newDB()
 		c.s.flushedLocked(c.by)
 		c.w.OK()
@@ -295,7 +295,7 @@ func flushall(c *ctx, args [][]byte) {
 	}
 	for i := range c.s.mu.dbs {
 		c.s.markDBLocked(i)
-		c.s.mu.versions.touchDB(i)
+		c.s.mu.versions.touchKeys(i, c.s.mu.dbs[i])
 		c.s.mu.dbs[i] = newDB()
 	}
 	c.s.mu.expiries = nil
@@ -322,11 +322,14 @@ func swapdb(c *ctx, args [][]byte) {
 	c.s.markDBLocked(int(a)) // the keys that leave, then those that arrive
 	c.s.markDBLocked(int(b))
 	dbs := &c.s.mu.dbs
+	// A key of either database changes in both, as Redis signals a swap.
+	for _, d := range []*db{dbs[a], dbs[b]} {
+		c.s.mu.versions.touchKeys(int(a), d)
+		c.s.mu.versions.touchKeys(int(b), d)
+	}
 	dbs[a], dbs[b] = dbs[b], dbs[a]
 	c.s.markDBLocked(int(a))
 	c.s.markDBLocked(int(b))
-	c.s.mu.versions.touchDB(int(a))
-	c.s.mu.versions.touchDB(int(b))
 	// The expiry heaps name databases by index: follow the swap.
 	swap := func(db *int) {
 		switch int64(*db) {

@@ -13,12 +13,15 @@ import (
 // the EXEC, on whichever node each runs: each Apply (a log entry) takes
 // the next number of a counter, and every change of a key in it (a write
 // command's, expiry's) stamps that number on the key's bucket, one of
-// versionBuckets that keys hash to; FLUSHDB, FLUSHALL and SWAPDB stamp
-// their databases. A key's version is the later of its bucket's stamp
-// and its database's. The stamps depend only on which keys each entry
-// changed, not on how many times or by which path a change was made
-// (one SETBIT after another or a run of them at once, one batch or the
-// concatenation of an entry's batches), so replicas agree on them.
+// versionBuckets that keys hash to. FLUSHDB, FLUSHALL and SWAPDB change
+// the keys they find, as Redis signals them: they stamp those keys'
+// buckets, or, for a database of more keys than there are buckets, whose
+// keys would stamp most buckets anyway, the database as a whole. A key's
+// version is the later of its bucket's stamp and its database's. The
+// stamps depend only on which keys each entry changed, not on how many
+// times or by which path a change was made (one SETBIT after another or
+// a run of them at once, one batch or the concatenation of an entry's
+// batches), so replicas agree on them.
 //
 // WATCH reads a key's version, and EXEC sends it back in a WATCHCHECK
 // command ahead of the transaction's commands: the check runs where the
@@ -43,7 +46,17 @@ const (
 // bucketOf is the bucket of key in database db: xxhash, the same on every
 // node.
 func bucketOf(db int, key []byte) int {
-	return int((xxhash.Sum64(key) + uint64(db)*0x9e3779b97f4a7c15) >> (64 - versionBits))
+	return bucketOfHash(db, xxhash.Sum64(key))
+}
+
+// bucketOfString is bucketOf for a key held as a string.
+func bucketOfString(db int, key string) int {
+	return bucketOfHash(db, xxhash.Sum64String(key))
+}
+
+// bucketOfHash is the bucket of a key of database db whose xxhash is h.
+func bucketOfHash(db int, h uint64) int {
+	return int((h + uint64(db)*0x9e3779b97f4a7c15) >> (64 - versionBits))
 }
 
 // next starts the stamps of a new Apply.
@@ -54,10 +67,17 @@ func (v *versions) touch(db int, key []byte) {
 	v.buckets[bucketOf(db, key)] = v.last
 }
 
-// touchDB records a change of every key of database db by the running
-// Apply.
-func (v *versions) touchDB(db int) {
-	v.dbs[db] = v.last
+// touchKeys records a change of each key of d, whose keys a flush or a
+// swap of databases changes, in database db by the running Apply: a
+// database of more keys than buckets is stamped as a whole.
+func (v *versions) touchKeys(db int, d *db) {
+	if len(d.keys) > versionBuckets {
+		v.dbs[db] = v.last
+		return
+	}
+	for key := range d.keys {
+		v.buckets[bucketOfString(db, key)] = v.last
+	}
 }
 
 // of returns the version of key in database db.

@@ -24,6 +24,16 @@ func watchRuns(s *Store, now int64, w Watched, lines ...string) []string {
 	return replies
 }
 
+// msetMany is an MSET of n keys.
+func msetMany(n int) string {
+	var b strings.Builder
+	b.WriteString("MSET")
+	for i := range n {
+		fmt.Fprintf(&b, " many:%d 1", i)
+	}
+	return b.String()
+}
+
 // TestWatchCheck checks which changes between a key's version and the
 // check make it fail, and that a failed check skips exactly the commands
 // of its transaction.
@@ -68,10 +78,17 @@ func TestWatchCheck(t *testing.T) {
 		{name: "BITFIELD", setup: []string{"SET k 1"}, key: "k", between: []string{"BITFIELD k GET u8 0 SET u8 0 49"}, changed: true},
 		{name: "SETBIT of the same value", setup: []string{"SETBIT k 7 1"}, key: "k", between: []string{"SETBIT k 7 1", "SETBIT k 6 0"}},
 		{name: "SETBIT past the end", setup: []string{"SETBIT k 7 0"}, key: "k", between: []string{"SETBIT k 100 0"}, changed: true},
-		{name: "FLUSHDB", key: "k", between: []string{"FLUSHDB"}, changed: true},
-		{name: "FLUSHDB of another database", db: 1, key: "k", between: []string{"FLUSHDB"}},
-		{name: "FLUSHALL", db: 3, key: "k", between: []string{"FLUSHALL"}, changed: true},
-		{name: "SWAPDB", db: 2, key: "k", between: []string{"SWAPDB 0 2"}, changed: true},
+		// Flushes and swaps change the keys they find, as Redis signals
+		// them.
+		{name: "FLUSHDB", setup: []string{"SET k 1"}, key: "k", between: []string{"FLUSHDB"}, changed: true},
+		{name: "FLUSHDB of a missing key", setup: []string{"SET o 1"}, key: "k", between: []string{"FLUSHDB"}},
+		{name: "FLUSHDB of another database", setup: []string{"SET k 1"}, db: 1, key: "k", between: []string{"FLUSHDB"}},
+		{name: "FLUSHDB of more keys than buckets", setup: []string{msetMany(versionBuckets + 1)}, key: "k", between: []string{"FLUSHDB"}, changed: true},
+		{name: "FLUSHALL", setup: []string{"SET k 1", "MOVE k 3"}, db: 3, key: "k", between: []string{"FLUSHALL"}, changed: true},
+		{name: "FLUSHALL of a missing key", setup: []string{"SET k 1"}, db: 3, key: "k", between: []string{"FLUSHALL"}},
+		{name: "SWAPDB, the key arriving", setup: []string{"SET k 1"}, db: 2, key: "k", between: []string{"SWAPDB 0 2"}, changed: true},
+		{name: "SWAPDB, the key leaving", setup: []string{"SET k 1"}, key: "k", between: []string{"SWAPDB 0 2"}, changed: true},
+		{name: "SWAPDB of missing keys", setup: []string{"SET o 1"}, db: 2, key: "k", between: []string{"SWAPDB 0 2"}},
 		{name: "key expired", setup: []string{"SET k 1 PX 100"}, key: "k", at: 101, changed: true},
 		{name: "TTL not reached", setup: []string{"SET k 1 PX 100"}, key: "k", at: 100},
 		{name: "a bit expired", setup: []string{"BITPSETEX k 100 7"}, key: "k", between: []string{"SET other 1"}, at: 500, changed: true},
@@ -150,26 +167,39 @@ func TestWatchCheckSyntax(t *testing.T) {
 // could not have been handed out.
 func TestVersionsInSnapshots(t *testing.T) {
 	s := New()
-	do(s, testNow, "SET k 1")
-	do(s, testNow, "FLUSHDB")
+	// Database 1 gets more keys than buckets, so that its flush stamps
+	// it as a whole: version 1, then 2; then 3 and 4.
+	var many []Command
+	for i := range versionBuckets + 1 {
+		many = append(many, Command{DB: 1, Args: bytesArgs(fmt.Sprintf("SET many:%d 1", i))})
+	}
+	s.Apply(append(many, Command{Args: bytesArgs("SET k 1")}), testNow, &Replies{})
+	execAt(s, testNow, 1, []byte("FLUSHDB"))
 	do(s, testNow, "SET a 1")
 	do(s, testNow, "SET b 1")
 	r := snapRoundTrip(t, s)
 	if r.mu.versions != s.mu.versions {
 		t.Fatal("the restored versions differ")
 	}
-	for _, key := range []string{"a", "b", "k", "missing"} {
-		if got, want := r.Watch(0, []byte(key)), s.Watch(0, []byte(key)); got != want || want.Version == 0 {
-			t.Fatalf("version of %s: %d restored, %d", key, got.Version, want.Version)
+	for _, w := range []Watched{{Key: "a", Version: 3}, {Key: "b", Version: 4}, {Key: "k", Version: 1}, {DB: 1, Key: "missing", Version: 2}} {
+		got, was := r.Watch(w.DB, []byte(w.Key)), s.Watch(w.DB, []byte(w.Key))
+		if got != was || was.Version < w.Version {
+			t.Fatalf("version of %s in database %d: %d restored, %d, want at least %d", w.Key, w.DB, got.Version, was.Version, w.Version)
 		}
 	}
 	data := snapBytes(t, s)
 	vers := appendVersions(nil, &s.mu.versions)
-	// The latest version (4), 16 database stamps (database 0's is
-	// FLUSHDB's, 2), the count of buckets stamped (3), then each
-	// bucket's gap and stamp.
-	if vers[0] != 4 || vers[1] != 2 || vers[17] != 3 {
-		t.Fatalf("versions encode to % x", vers)
+	// The latest version (4), 16 database stamps (database 1's is
+	// FLUSHDB's, 2), the count of buckets stamped, then each bucket's
+	// gap and stamp.
+	stamped := 0
+	for _, b := range s.mu.versions.buckets {
+		if b != 0 {
+			stamped++
+		}
+	}
+	if n, _ := binary.Uvarint(vers[17:]); vers[0] != 4 || vers[1] != 0 || vers[2] != 2 || n != uint64(stamped) {
+		t.Fatalf("versions encode to % x", vers[:20])
 	}
 	at := len(data) - 4 - len(vers)
 	with := func(what string, section []byte) {
