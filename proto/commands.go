@@ -9,8 +9,9 @@ type Flag uint32
 // decide how the server routes a command; NoAuth marks commands allowed
 // before AUTH; NoMulti, commands refused inside MULTI; PubSub marks the
 // publish and subscribe commands (and gives them the @pubsub ACL
-// category); the others are reported by COMMAND INFO as Redis reports
-// them.
+// category); MovableKeys, commands whose keys the key positions do not
+// all locate (MIGRATE's KEYS); the others are reported by COMMAND INFO as
+// Redis reports them.
 const (
 	Write Flag = 1 << iota
 	ReadOnly
@@ -26,9 +27,10 @@ const (
 	NoAsyncLoading
 	NoMulti
 	AllowBusy
+	MovableKeys
 )
 
-var flagNames = []string{"write", "readonly", "denyoom", "admin", "pubsub", "noscript", "loading", "stale", "skip_slowlog", "fast", "no_auth", "no_async_loading", "no_multi", "allow_busy"}
+var flagNames = []string{"write", "readonly", "denyoom", "admin", "pubsub", "noscript", "loading", "stale", "skip_slowlog", "fast", "no_auth", "no_async_loading", "no_multi", "allow_busy", "movablekeys"}
 
 // Names lists the flags set in f, in Redis's order.
 func (f Flag) Names() []string {
@@ -453,6 +455,12 @@ var table = []*Spec{
 		History:    [][2]string{{"3.0.0", "Added the `REPLACE` modifier."}, {"5.0.0", "Added the `ABSTTL` modifier."}, {"5.0.0", "Added the `IDLETIME` and `FREQ` options."}},
 		ArgSince:   map[string]string{"REPLACE": "3.0.0", "ABSTTL": "5.0.0", "IDLETIME": "5.0.0", "FREQ": "5.0.0"},
 		Syntax:     "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"},
+	{Name: "migrate", Arity: -6, Flags: Write | MovableKeys, ACL: CatDangerous, FirstKey: 3, LastKey: 3, Step: 1, Group: "generic", Since: "2.6.0",
+		Summary:    "Atomically transfer a key from a Redis instance to another one.",
+		Complexity: "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.",
+		History:    [][2]string{{"3.0.0", "Added the `COPY` and `REPLACE` options."}, {"3.0.6", "Added the `KEYS` option."}, {"4.0.7", "Added the `AUTH` option."}, {"6.0.0", "Added the `AUTH2` option."}},
+		ArgSince:   map[string]string{"COPY": "3.0.0", "REPLACE": "3.0.0", "KEYS": "3.0.6", "AUTH": "4.0.7", "AUTH2": "6.0.0"},
+		Syntax:     `host port <key | ""> destination-db timeout [COPY] [REPLACE] [[AUTH password] | [AUTH2 username password]] [KEYS key [key ...]]`},
 	{Name: "move", Arity: 3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "1.0.0",
 		Summary:    "Move a key to another database",
 		Complexity: "O(1)",

@@ -141,8 +141,8 @@ func TestCommandTableSyntax(t *testing.T) {
 		variable := false
 		var keyAt []int
 		for _, a := range args {
-			if a.Type == ArgKey && !a.Optional {
-				keyAt = append(keyAt, min)
+			if !a.Optional && (a.Type == ArgKey || a.Type == ArgOneOf && a.Args[0].Type == ArgKey) {
+				keyAt = append(keyAt, min) // a key, or MIGRATE's <key | "">
 			}
 			n, v := synWords(a)
 			if a.Type == ArgBlock && a.Multiple && a.Args[0].Type == ArgKey && keyAt == nil {

@@ -32,7 +32,8 @@ type Arg struct {
 	// Type says what the argument is.
 	Type ArgType
 	// Token is the literal word that introduces the argument ("EX"), or
-	// "" when there is none.
+	// "" when there is none; a pure token's is its word, which may be
+	// empty (MIGRATE's "").
 	Token string
 	// Optional is set when the argument may be left out.
 	Optional bool
@@ -167,9 +168,13 @@ func seqText(seq []*synNode) string {
 	return strings.Join(parts, " ")
 }
 
-// isToken reports whether n is a literal word (upper case).
+// emptyToken is the synopsis's word for an empty string given literally
+// (MIGRATE's key "").
+const emptyToken = `""`
+
+// isToken reports whether n is a literal word (upper case, or "").
 func (n *synNode) isToken() bool {
-	return n.alts == nil && strings.ToLower(n.word) != n.word
+	return n.alts == nil && (strings.ToLower(n.word) != n.word || n.word == emptyToken)
 }
 
 // lexSyntax splits a synopsis into brackets, bars and words.
@@ -293,9 +298,11 @@ var groupNames = map[string]string{
 	"host_port_force":                                 "target",
 	"normal_master_slave_replica_pubsub":              "normal_master_slave_pubsub",
 	"client-id_normal_master_slave_pubsub_username_ip:port_ip:port_yes/no": "new-format",
-	"ip:port_new-format": "filter",
-	"on_off":             "status",
-	"yes_no":             "mode",
+	"ip:port_new-format":         "filter",
+	"on_off":                     "status",
+	"key_empty_string":           "key_or_empty_string",
+	"password_username_password": "authentication",
+	"yes_no":                     "mode",
 }
 
 // argTypes maps argument names to their types; names not listed are
@@ -317,6 +324,7 @@ var commandArgTypes = map[string]ArgType{
 	"setbit value":          ArgInteger,
 	"bitfield value":        ArgInteger,
 	"wait timeout":          ArgInteger,
+	"migrate timeout":       ArgInteger,
 	"incrbyfloat increment": ArgDouble,
 	"lcs len":               ArgInteger,
 }
@@ -397,9 +405,10 @@ func (b *argBuilder) sequence(seq []*synNode) []Arg {
 		}
 		i++
 		a := b.unitArg(us[i])
-		if a.Multiple && !a.MultipleToken {
+		if a.Multiple && !a.MultipleToken && a.Type != ArgKey {
 			// "ID client-id [client-id ...]": the token introduces a
-			// block holding the repeated argument.
+			// block holding the repeated argument (but not keys, as in
+			// MIGRATE's "KEYS key [key ...]").
 			a = Arg{Name: strings.ToLower(token), Type: ArgBlock, Args: []Arg{a}}
 		}
 		a.Token = token
@@ -409,6 +418,9 @@ func (b *argBuilder) sequence(seq []*synNode) []Arg {
 }
 
 func pureToken(token string) Arg {
+	if token == emptyToken {
+		return Arg{Name: "empty_string", Type: ArgPureToken}
+	}
 	return Arg{Name: strings.ToLower(token), Type: ArgPureToken, Token: token}
 }
 

@@ -688,7 +688,7 @@ func needsGoroutine(spec *proto.Spec, args [][]byte) bool {
 	switch spec.Name {
 	case "client":
 		return len(args) > 1 && strings.EqualFold(string(args[1]), "tracking")
-	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor", "raft", "failover", "info", "role", "wait", "sentinel":
+	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor", "raft", "failover", "info", "role", "wait", "sentinel", "migrate":
 		return true
 	}
 	return false

@@ -211,7 +211,7 @@ func writeArgs(w *proto.Writer, args []proto.Arg) {
 		if a.KeySpecIndex >= 0 {
 			fields = append(fields, field{"key_spec_index", func(w *proto.Writer) { w.Int(int64(a.KeySpecIndex)) }})
 		}
-		if a.Token != "" {
+		if a.Token != "" || a.Type == proto.ArgPureToken { // MIGRATE's "" is a token too
 			fields = append(fields, field{"token", bulkValue(a.Token)})
 		}
 		if a.Since != "" {

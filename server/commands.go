@@ -48,6 +48,7 @@ func init() {
 		"sentinel":  sentinelCommand,
 		"raft":      raftCommand,
 		"monitor":   monitor,
+		"migrate":   migrate,
 
 		"save":         save,
 		"bgsave":       bgsave,

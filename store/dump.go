@@ -310,3 +310,38 @@ func crc64Jones(crc uint64, b []byte) uint64 {
 	}
 	return crc
 }
+
+// Migrated is a key as MIGRATE sends it: its DUMP payload, the time left
+// until its TTL in ms (0 for none), and its version, for WATCHCHECK.
+type Migrated struct {
+	Key     []byte
+	Payload []byte
+	TTL     int64
+	Watched Watched
+}
+
+// Migration looks up keys of database db to read them, as MIGRATE does
+// at time now (each counts a keyspace hit or miss, and a miss publishes a
+// keymiss event), and returns those present, in order, all read at one
+// moment. A TTL below 1 ms is given as 1, as Redis sends it.
+func (s *Store) Migration(db int, keys [][]byte, now int64) []Migrated {
+	var found []Migrated
+	var out Replies
+	s.read(now, &out, func(c *ctx) bool {
+		c.db, c.dbIndex = s.mu.dbs[db], db
+		for _, key := range keys {
+			e := c.lookup(key)
+			if e == nil {
+				continue
+			}
+			var ttl int64
+			if e.expireAt != 0 {
+				ttl = max(e.expireAt-c.now, 1)
+			}
+			found = append(found, Migrated{Key: key, Payload: DumpPayload(e.v.bytes()), TTL: ttl,
+				Watched: Watched{DB: db, Key: string(key), Version: s.mu.versions.of(db, key)}})
+		}
+		return true
+	})
+	return found
+}

@@ -1,0 +1,169 @@
+package server
+
+import (
+	"bytes"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/presenced/presenced/proto"
+	"github.com/presenced/presenced/server/redisserver"
+)
+
+// migrateScript is run against a redis-server and against presenced, each
+// migrating to the same third server, a redis-server: lines starting with
+// "target" run on it, the others on the source. $PORT is the target's
+// port, $CLOSED a port where nothing listens.
+var migrateScript = []string{
+	"MIGRATE a b c d",
+	"MIGRATE 127.0.0.1 $PORT k 0 1000 NOSUCH",
+	"MIGRATE 127.0.0.1 $PORT k 0 1000 AUTH",
+	"MIGRATE 127.0.0.1 $PORT k 0 1000 AUTH2 user",
+	"MIGRATE 127.0.0.1 $PORT k 0 1000 COPY KEYS a b",
+	"MIGRATE 127.0.0.1 $PORT k 0 soon",
+	"MIGRATE 127.0.0.1 $PORT k zero 1000",
+	"MIGRATE 127.0.0.1 $PORT k zero soon NOSUCH",
+	"MIGRATE 127.0.0.1 $PORT k 0 1000",
+	`MIGRATE 127.0.0.1 $PORT "" 0 1000 KEYS`,
+	`MIGRATE 127.0.0.1 $PORT "" 0 1000 KEYS a b`,
+	// A bitmap and a string with a TTL move; the bitmap's bytes arrive.
+	"SETBIT k 7 1",
+	"SETBIT k 100 1",
+	"SET s hello PX 100000",
+	"MIGRATE 127.0.0.1 $PORT k 0 1000",
+	"EXISTS k",
+	"target GET k",
+	"target PTTL k",
+	`MIGRATE 127.0.0.1 $PORT "" 0 0 KEYS nosuch s`,
+	"EXISTS s",
+	"target PTTL s",
+	"target GET s",
+	// COPY keeps the source; a key the target has is refused without
+	// REPLACE, and stays; the others of the call still move.
+	"SET k again",
+	"SET n 42",
+	`MIGRATE 127.0.0.1 $PORT "" 0 1000 COPY KEYS k n`,
+	"EXISTS k n",
+	"target GET k",
+	"target GET n",
+	"SET n 43",
+	"SET fresh 1",
+	`MIGRATE 127.0.0.1 $PORT "" 0 1000 KEYS n fresh`,
+	"EXISTS n fresh",
+	"target GET n",
+	"target GET fresh",
+	`MIGRATE 127.0.0.1 $PORT "" 0 1000 REPLACE KEYS n`,
+	"EXISTS n",
+	"target GET n",
+	// Another database on each side.
+	"SELECT 1",
+	"SET other x",
+	"MIGRATE 127.0.0.1 $PORT other 2 1000",
+	"EXISTS other",
+	"SELECT 0",
+	"target SELECT 2",
+	"target GET other",
+	"target SELECT 0",
+	// The target refuses the database, or AUTH: nothing moves.
+	"SET k v",
+	"MIGRATE 127.0.0.1 $PORT k 99 1000",
+	"MIGRATE 127.0.0.1 $PORT k 0 1000 AUTH secret",
+	"MIGRATE 127.0.0.1 $PORT k 0 1000 AUTH2 default secret",
+	"MIGRATE 127.0.0.1 $PORT k 0 1000 REPLACE AUTH2 default secret AUTH other",
+	"EXISTS k",
+	// Nothing listens.
+	"MIGRATE 127.0.0.1 $CLOSED k 0 1000",
+	"EXISTS k",
+}
+
+// TestMigrateDiff runs migrateScript from a redis-server and from
+// presenced, to the same redis-server, and compares every reply, of the
+// sources and of the target.
+func TestMigrateDiff(t *testing.T) {
+	dst := redisserver.StartForTest(t, redisserver.Options{})
+	_, port, _ := net.SplitHostPort(dst.Addr())
+	closed := closedPort(t)
+	target := dialTarget(t, "target", dst.Addr())
+	run := func(src *diffTarget) []string {
+		var replies []string
+		for _, args := range [][]string{{"FLUSHALL"}, {"SELECT", "0"}} {
+			for _, d := range []*diffTarget{src, target} {
+				if _, err := d.do(argv(args...)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, line := range migrateScript {
+			line = strings.NewReplacer("$PORT", port, "$CLOSED", closed).Replace(line)
+			d := src
+			if rest, ok := strings.CutPrefix(line, "target "); ok {
+				d, line = target, rest
+			}
+			args, ok := proto.SplitArgs([]byte(line))
+			if !ok {
+				t.Fatalf("cannot split %q", line)
+			}
+			reply, err := d.do(args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			replies = append(replies, string(normalise(args, reply)))
+		}
+		return replies
+	}
+	want := run(dialTarget(t, "redis", redisserver.StartForTest(t, redisserver.Options{}).Addr()))
+	got := run(dialTarget(t, "presenced", startServer(t).Addr()))
+	for i, line := range migrateScript {
+		if got[i] != want[i] {
+			t.Errorf("%s: presenced %q, redis-server %q", line, got[i], want[i])
+		}
+	}
+}
+
+// closedPort returns a port of 127.0.0.1 where nothing listens.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	l.Close()
+	return port
+}
+
+// TestMigrateLeavesAChangedKey checks that a key written after MIGRATE
+// read it is not deleted: the target has the value read, and the source
+// keeps the new one.
+func TestMigrateLeavesAChangedKey(t *testing.T) {
+	s := startServer(t)
+	keys := s.store.Migration(0, [][]byte{[]byte("k")}, 0)
+	if len(keys) != 0 {
+		t.Fatalf("an empty store migrates %d keys", len(keys))
+	}
+	c := dialTarget(t, "presenced", s.Addr())
+	if _, err := c.do(argv("SET", "k", "old")); err != nil {
+		t.Fatal(err)
+	}
+	keys = s.store.Migration(0, [][]byte{[]byte("k"), []byte("nosuch")}, 0)
+	if len(keys) != 1 || !bytes.Contains(keys[0].Payload, []byte("old")) {
+		t.Fatalf("Migration: %+v", keys)
+	}
+	if _, err := c.do(argv("SET", "k", "new")); err != nil {
+		t.Fatal(err)
+	}
+	cl := &client{s: s, db: 0}
+	if got := cl.deleteMigrated(keys); got != errMigrateChanged {
+		t.Errorf("deleting a key changed since it was read: %q", got)
+	}
+	if reply, _ := c.do(argv("GET", "k")); string(reply) != "$3\r\nnew\r\n" {
+		t.Errorf("GET k: %q", reply)
+	}
+	keys = s.store.Migration(0, [][]byte{[]byte("k")}, 0)
+	if got := cl.deleteMigrated(keys); got != "" {
+		t.Errorf("deleting an unchanged key: %q", got)
+	}
+	if reply, _ := c.do(argv("EXISTS", "k")); string(reply) != ":0\r\n" {
+		t.Errorf("EXISTS k after the deletion: %q", reply)
+	}
+}
