@@ -139,10 +139,10 @@ func monitorLine(now time.Time, db int, addr string, args [][]byte) []byte {
 	b = append(append(b, "000000"[len(usec):]...), usec...)
 	b = append(append(append(append(b, " ["...), strconv.Itoa(db)...), ' '), addr...)
 	b = append(b, ']')
-	from, to := secretArgs(args)
+	secret := secretArgs(args)
 	for i, a := range args {
 		b = append(b, ' ')
-		if i >= from && i < to {
+		if secret[i] {
 			b = append(b, `"(redacted)"`...)
 			continue
 		}
@@ -151,24 +151,43 @@ func monitorLine(now time.Time, db int, addr string, args [][]byte) []byte {
 	return append(b, "\r\n"...)
 }
 
-// secretArgs returns the arguments [from, to) that MONITOR shows as
-// "(redacted)", as Redis redacts them: AUTH's, and HELLO's after AUTH.
-func secretArgs(args [][]byte) (from, to int) {
+// secretArgs marks the arguments that MONITOR and SLOWLOG show as
+// "(redacted)", as Redis redacts them: AUTH's, HELLO's after AUTH, and
+// MIGRATE's after AUTH and AUTH2.
+func secretArgs(args [][]byte) []bool {
+	secret := make([]bool, len(args))
+	hide := func(from, n int) {
+		for i := from; i < min(from+n, len(args)); i++ {
+			secret[i] = true
+		}
+	}
 	is := func(a []byte, name string) bool { return strings.EqualFold(string(a), name) }
 	switch {
 	case is(args[0], "auth"):
-		return 1, len(args)
+		hide(1, len(args))
 	case is(args[0], "hello"):
 		for i := 2; i < len(args); i++ {
 			switch {
 			case is(args[i], "auth"):
-				return i + 1, min(i+3, len(args))
+				hide(i+1, 2)
+				return secret
 			case is(args[i], "setname"):
 				i++
 			}
 		}
+	case is(args[0], "migrate"):
+		for i := 6; i < len(args) && !is(args[i], "keys"); i++ {
+			switch {
+			case is(args[i], "auth"):
+				hide(i+1, 1)
+				i++
+			case is(args[i], "auth2"):
+				hide(i+1, 2)
+				i += 2
+			}
+		}
 	}
-	return 0, 0
+	return secret
 }
 
 // appendRepr appends s quoted as Redis's sdscatrepr quotes it.

@@ -13,7 +13,8 @@ import (
 // and presenced and compares the lines the monitoring connection gets,
 // times and ports aside.
 func TestMonitor(t *testing.T) {
-	sameAsRedis(t, "MONITOR lines", 15, monitorScenario)
+	closed := closedPort(t)
+	sameAsRedis(t, "MONITOR lines", 15, func(t *testing.T, addr string) []string { return monitorScenario(t, addr, closed) })
 }
 
 // sameAsRedis runs scenario against redis-server and against presenced
@@ -36,8 +37,9 @@ var monitorLinePrefix = regexp.MustCompile(`^\+\d+\.\d{6} \[(\d+) ([0-9.]+):(\d+
 
 // monitorScenario runs commands on addr while a connection monitors, and
 // returns what that connection read, with the times left out and the
-// addresses named.
-func monitorScenario(t *testing.T, addr string) []string {
+// addresses named; its MIGRATEs go to the port closed, where nothing
+// listens.
+func monitorScenario(t *testing.T, addr, closed string) []string {
 	mon, c := dial(t, addr), dial(t, addr)
 	names := map[string]string{
 		mon.conn.NetConn().LocalAddr().String(): "monitor",
@@ -54,7 +56,8 @@ func monitorScenario(t *testing.T, addr string) []string {
 		{"CONFIG", "GET", "maxclients"}, {"CLIENT", "SETNAME", "x"}, {"CLIENT", "KILL", "ID", "999999"}, {"CLIENT", "NOSUCH"},
 		{"NOSUCH"}, {"GET"}, {"SETBIT", "k", "100000000000", "1"},
 		{"MULTI"}, {"SET", "x", "1"}, {"SELECT", "2"}, {"GET", "y"}, {"EXEC"},
-		{"PING"}, {"SELECT", "0"}, {"ECHO", "client done"},
+		{"PING"}, {"SELECT", "0"}, {"MIGRATE", "127.0.0.1", closed, "k", "0", "100", "COPY", "AUTH", "pw"},
+		{"MIGRATE", "127.0.0.1", closed, "", "0", "100", "AUTH2", "user", "pw", "KEYS", "auth", "k"}, {"ECHO", "client done"},
 	} {
 		c.do(cmd...)
 	}

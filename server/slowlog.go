@@ -52,10 +52,14 @@ func (c *client) logSlow(args [][]byte, usec int64) {
 		kept = kept[:slowlogMaxArgs-1]
 	}
 	e := slowEntry{unix: time.Now().Unix(), usec: usec, args: make([][]byte, 0, len(kept)+1), addr: c.nc.RemoteAddr().String()}
-	for _, a := range kept {
-		if len(a) > slowlogMaxArgBytes {
+	secret := secretArgs(args)
+	for i, a := range kept {
+		switch {
+		case secret[i]:
+			a = []byte("(redacted)")
+		case len(a) > slowlogMaxArgBytes:
 			a = fmt.Appendf(a[:slowlogMaxArgBytes:slowlogMaxArgBytes], "... (%d more bytes)", len(a)-slowlogMaxArgBytes)
-		} else {
+		default:
 			a = append([]byte(nil), a...)
 		}
 		e.args = append(e.args, a)

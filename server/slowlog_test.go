@@ -14,6 +14,7 @@ import (
 // entry's timestamp, its time taken and the client's port.
 func TestSlowlogMatchesRedis(t *testing.T) {
 	d := newDiffer(t)
+	closed := closedPort(t)
 	mset := []string{"MSET"}
 	for i := range 20 {
 		mset = append(mset, "k"+strconv.Itoa(i), "v")
@@ -27,6 +28,7 @@ func TestSlowlogMatchesRedis(t *testing.T) {
 		{"SET", "long", strings.Repeat("x", 200)},
 		mset,
 		{"SETBIT", "b", "7", "1"},
+		{"MIGRATE", "127.0.0.1", closed, "", "0", "100", "AUTH2", "user", "pw", "AUTH", "pw2", "KEYS", "a", "auth"},
 		{"GET", "a"},
 		{"MULTI"},
 		{"INCR", "n"},
