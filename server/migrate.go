@@ -180,7 +180,6 @@ func (m *migration) attempt(keys []store.Migrated) (restored []store.Migrated, r
 	if sel, err = line(); err != nil {
 		return nil, errMigrateRead, !isTimeout(err)
 	}
-	refused := func(s string) bool { return strings.HasPrefix(s, "-") }
 	for i, k := range keys {
 		got, err := line()
 		if err != nil {
@@ -189,13 +188,11 @@ func (m *migration) attempt(keys []store.Migrated) (restored []store.Migrated, r
 			}
 			break
 		}
-		switch {
-		case refused(auth) || refused(sel) || refused(got):
-			if reply == "" {
-				reply = errMigrateTarget + firstRefusal(auth, sel, got)[1:]
-			}
-		default:
+		switch refusal := firstRefusal(auth, sel, got); {
+		case refusal == "":
 			restored = append(restored, k)
+		case reply == "":
+			reply = errMigrateTarget + refusal[1:]
 		}
 	}
 	return restored, reply, false
@@ -244,12 +241,6 @@ func (m *migration) request(keys []store.Migrated) []byte {
 		}
 	}
 	return w.B
-}
-
-// isTimeout reports whether err is a deadline that passed.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // deleteMigrated deletes the keys a target restored, in one log entry

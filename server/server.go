@@ -239,8 +239,7 @@ func (s *Server) acceptLoop(ln net.Listener, peer bool) {
 			if s.closed.Load() {
 				return
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if isTimeout(err) {
 				continue
 			}
 			return
@@ -313,4 +312,10 @@ func (s *Server) clientList() []*client {
 		out = append(out, c)
 	}
 	return out
+}
+
+// isTimeout reports whether err is a deadline that passed.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
