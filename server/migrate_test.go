@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,4 +167,32 @@ func TestMigrateLeavesAChangedKey(t *testing.T) {
 	if reply, _ := c.do(argv("EXISTS", "k")); string(reply) != ":0\r\n" {
 		t.Errorf("EXISTS k after the deletion: %q", reply)
 	}
+}
+
+// TestMigrateFromAFollower migrates keys from a follower of a cluster to
+// another presenced: the target restores their values and TTL, every node
+// of the cluster deletes them (the follower forwards the deletion), and
+// the replicas stay equal.
+func TestMigrateFromAFollower(t *testing.T) {
+	srvs, l, f := leaderAndFollower(t)
+	dst := startServer(t)
+	_, port, _ := net.SplitHostPort(dst.Addr())
+	runScript(t, l.Addr(), [][]string{{"SETBIT", "bits", "1000", "1"}, {"SET", "s", "v", "EX", "100"}, {"SET", "kept", "x"}})
+	got := runScript(t, f.Addr(), [][]string{
+		{"MIGRATE", "127.0.0.1", port, "", "0", "1000", "KEYS", "bits", "s", "nosuch"},
+		{"MIGRATE", "127.0.0.1", port, "kept", "0", "1000", "COPY"},
+	})
+	if want := []string{"+OK\r\n", "+OK\r\n"}; !slices.Equal(got, want) {
+		t.Fatalf("MIGRATE from a follower: %q, want %q", got, want)
+	}
+	for _, s := range srvs {
+		if got := runScript(t, s.Addr(), [][]string{{"EXISTS", "bits", "s", "kept"}}); got[0] != ":1\r\n" {
+			t.Errorf("%s: EXISTS bits s kept after MIGRATE: %q, want 1 (kept, copied)", s.Node().Config().NodeID, got[0])
+		}
+	}
+	got = runScript(t, dst.Addr(), [][]string{{"GETBIT", "bits", "1000"}, {"BITCOUNT", "bits"}, {"GET", "s"}, {"TTL", "s"}, {"GET", "kept"}})
+	if got[0] != ":1\r\n" || got[1] != ":1\r\n" || got[2] != "$1\r\nv\r\n" || got[3] == ":-1\r\n" || got[3] == ":-2\r\n" || got[4] != "$1\r\nx\r\n" {
+		t.Errorf("the target holds %q", got)
+	}
+	checkDigests(t, srvs)
 }
