@@ -54,6 +54,7 @@ const (
 	CatWrite
 	CatString
 	CatBitmap
+	CatHyperLogLog
 	CatPubSub
 	CatAdmin
 	CatFast
@@ -64,11 +65,11 @@ const (
 	CatScripting
 )
 
-var categoryNames = []string{"@keyspace", "@read", "@write", "@string", "@bitmap", "@pubsub", "@admin", "@fast", "@slow", "@dangerous", "@connection", "@transaction", "@scripting"}
+var categoryNames = []string{"@keyspace", "@read", "@write", "@string", "@bitmap", "@hyperloglog", "@pubsub", "@admin", "@fast", "@slow", "@dangerous", "@connection", "@transaction", "@scripting"}
 
 // groupCategories are the categories a command of each group is in.
 var groupCategories = map[string]Category{
-	"generic": CatKeyspace, "string": CatString, "bitmap": CatBitmap,
+	"generic": CatKeyspace, "string": CatString, "bitmap": CatBitmap, "hyperloglog": CatHyperLogLog,
 	"connection": CatConnection, "transactions": CatTransaction, "scripting": CatScripting,
 }
 
@@ -365,6 +366,18 @@ var table = []*Spec{
 		Summary:    "Find longest common substring",
 		Complexity: "O(N*M) where N and M are the lengths of s1 and s2, respectively",
 		Syntax:     "key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]"},
+	{Name: "pfadd", Arity: -2, Flags: Write | DenyOOM | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "hyperloglog", Since: "2.8.9",
+		Summary:    "Adds the specified elements to the specified HyperLogLog.",
+		Complexity: "O(1) to add every element.",
+		Syntax:     "key [element [element ...]]"},
+	{Name: "pfcount", Arity: -2, Flags: ReadOnly, FirstKey: 1, LastKey: -1, Step: 1, Group: "hyperloglog", Since: "2.8.9",
+		Summary:    "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).",
+		Complexity: "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
+		Syntax:     "key [key ...]"},
+	{Name: "pfmerge", Arity: -2, Flags: Write | DenyOOM, FirstKey: 1, LastKey: -1, Step: 1, Group: "hyperloglog", Since: "2.8.9",
+		Summary:    "Merge N different HyperLogLogs into a single one.",
+		Complexity: "O(N) to merge N HyperLogLogs, but with high constant times.",
+		Syntax:     "destkey sourcekey [sourcekey ...]"},
 	{Name: "getrange", Arity: 4, Flags: ReadOnly, FirstKey: 1, LastKey: 1, Step: 1, Group: "string", Since: "2.4.0",
 		Summary:    "Get a substring of the string stored at a key",
 		Complexity: "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",

@@ -121,6 +121,12 @@ func synWords(a Arg) (min int, variable bool) {
 	return min, variable || a.Multiple
 }
 
+// arityBelowSynopsis counts, for the commands whose arity lets out words
+// their Redis 7.0 documentation requires, the words left out: PFMERGE
+// of a destination alone merges no source into it (Redis 7.2 documents
+// the sources as optional).
+var arityBelowSynopsis = map[string]int{"pfmerge": 1}
+
 // TestCommandTableSyntax checks that every synopsis parses and agrees with
 // the arity and the key positions.
 func TestCommandTableSyntax(t *testing.T) {
@@ -154,7 +160,7 @@ func TestCommandTableSyntax(t *testing.T) {
 		if s.Arity > 0 && (variable || min != s.Arity) {
 			t.Errorf("%s: arity %d, but synopsis %q takes %d words (variable: %v)", name, s.Arity, s.Syntax, min, variable)
 		}
-		if s.Arity < 0 && min != -s.Arity {
+		if s.Arity < 0 && min-arityBelowSynopsis[name] != -s.Arity {
 			t.Errorf("%s: arity %d, but synopsis %q takes at least %d words", name, s.Arity, s.Syntax, min)
 		}
 		if (len(keyAt) > 0) != (s.FirstKey > 0) || (len(keyAt) > 0 && keyAt[0] != s.FirstKey) {

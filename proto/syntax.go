@@ -308,7 +308,7 @@ var groupNames = map[string]string{
 // argTypes maps argument names to their types; names not listed are
 // strings.
 var argTypes = map[string]ArgType{
-	"key": ArgKey, "key1": ArgKey, "key2": ArgKey, "destkey": ArgKey, "newkey": ArgKey, "source": ArgKey, "destination": ArgKey,
+	"key": ArgKey, "key1": ArgKey, "key2": ArgKey, "destkey": ArgKey, "sourcekey": ArgKey, "newkey": ArgKey, "source": ArgKey, "destination": ArgKey,
 	"pattern": ArgPattern,
 	"seconds": ArgInteger, "milliseconds": ArgInteger, "offset": ArgInteger, "start": ArgInteger,
 	"end": ArgInteger, "increment": ArgInteger, "decrement": ArgInteger, "count": ArgInteger,

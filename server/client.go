@@ -561,9 +561,18 @@ func (c *client) clearPending() {
 	c.pending = c.pending[:0]
 }
 
+// pfcountSpec is PFCOUNT's entry in the command table.
+var pfcountSpec = proto.Lookup([]byte("pfcount"))
+
 // isWrite reports whether a command writes: for a container command
-// (HISTORY), whether its subcommand does.
+// (HISTORY), whether its subcommand does. PFCOUNT of one key writes too,
+// though Redis flags it read-only: it caches the count it computes in
+// the key's value, which goes through the log so that every replica
+// holds the same bytes.
 func isWrite(spec *proto.Spec, args [][]byte) bool {
+	if spec == pfcountSpec {
+		return len(args) == 2
+	}
 	if len(spec.Subcommands) > 0 && len(args) > 1 {
 		if sub := spec.Sub(args[1]); sub != nil {
 			return sub.Flags&proto.Write != 0

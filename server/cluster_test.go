@@ -188,6 +188,12 @@ func followerScript(prefix string) [][]string {
 		{"SETBIT", k("bits"), "-1", "1"},
 		{"SET", k("t"), "v", "EX", "100"},
 		{"TTL", k("t")},
+		{"PFADD", k("h"), "a", "b", "c"},
+		{"PFCOUNT", k("h")},
+		{"PFMERGE", k("hm"), k("h"), k("none")},
+		{"PFCOUNT", k("h"), k("hm")},
+		{"GET", k("hm")},
+		{"PFADD", k("s"), "x"},
 	}
 }
 
@@ -242,6 +248,27 @@ func TestFollowerServesWrites(t *testing.T) {
 			t.Errorf("%s reads %q, want %q", s.Node().Config().NodeID, got, want)
 		}
 	}
+}
+
+// TestPFCountCachesOnEveryReplica checks that PFCOUNT of one key, which
+// writes the count it computes into the key's header as Redis does, does
+// so through the log: counted on a follower, the key has the same bytes
+// on every node, the count cached in them, and the replicas' digests
+// match.
+func TestPFCountCachesOnEveryReplica(t *testing.T) {
+	srvs, l, f := leaderAndFollower(t)
+	runScript(t, l.Addr(), [][]string{{"PFADD", "h", "a", "b", "c"}})
+	if got := runScript(t, f.Addr(), [][]string{{"PFCOUNT", "h"}}); got[0] != ":3\r\n" {
+		t.Fatalf("PFCOUNT on a follower: %q", got[0])
+	}
+	waitApplied(t, srvs)
+	for _, s := range srvs {
+		v := bulkBody(t, runScript(t, s.Addr(), [][]string{{"READONLY"}, {"GET", "h"}})[1])
+		if len(v) < 16 || v[8:16] != "\x03\x00\x00\x00\x00\x00\x00\x00" {
+			t.Errorf("%s holds %q: not the count 3 cached", s.Node().Config().NodeID, v)
+		}
+	}
+	checkDigests(t, srvs)
 }
 
 // TestFollowerKeepsForwardConnections checks that a follower forwarding

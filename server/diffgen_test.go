@@ -66,10 +66,11 @@ var themes = [][]family{
 	{genExpiry, genStringWrite, genSetbit, genKeys},
 	{genKeys, genStringWrite, genSetbit, genStringRead},
 	{genErrors, genKeys, genStringWrite, genBitRead},
+	{genHLL, genHLL, genStringRead, genStringWrite, genSetbit, genKeys},
 }
 
 // allFamilies is every family once.
-var allFamilies = []family{genSetbit, genStringWrite, genStringRead, genBitRead, genBitop, genBitfield, genExpiry, genKeys, genErrors}
+var allFamilies = []family{genSetbit, genStringWrite, genStringRead, genBitRead, genBitop, genBitfield, genExpiry, genKeys, genErrors, genHLL}
 
 // generateSequence returns the commands of the sequence of seed.
 func generateSequence(seed uint64) [][][]byte {
@@ -640,6 +641,33 @@ func genKeys(g *gen) []string {
 		return cmd("EXISTS", g.key())
 	}
 	return cmd("SET", g.key(), g.value())
+}
+
+// genHLL produces HyperLogLog commands: PFADDs of up to thousands of
+// elements (sparse strings grow until they turn dense), counts and merges
+// of several keys, GETs of their bytes, and now and then a changed byte,
+// so that corrupted strings meet the commands too.
+func genHLL(g *gen) []string {
+	k := g.key()
+	switch g.r.IntN(8) {
+	case 0, 1, 2:
+		args := []string{"PFADD", k}
+		n, from := choose(g, 0, 1, 2, 5, 40, 300, 3000), g.r.IntN(1000)
+		for range n {
+			args = append(args, strconv.Itoa(from+g.r.IntN(n*2+1)))
+		}
+		return args
+	case 3:
+		return cmd("PFCOUNT", k)
+	case 4:
+		return cmd("PFCOUNT", g.keys())
+	case 5:
+		return cmd("PFMERGE", k, g.keys())
+	case 6:
+		return cmd("GET", k)
+	}
+	b := []byte{byte(g.r.IntN(256))}
+	return cmd("SETRANGE", k, g.between(0, 40), string(b))
 }
 
 // db is a database index, mostly 0 to 2 and sometimes out of range.

@@ -350,6 +350,8 @@ func TestConfigGetSet(t *testing.T) {
 		"CONFIG", "SET", "client-query-buffer-limit", "1k")
 	c.expect("-ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config\r\n",
 		"CONFIG", "SET", "databases", "3")
+	c.expect("-ERR CONFIG SET failed (possibly related to argument 'hll-sparse-max-bytes') - can't set immutable config\r\n",
+		"CONFIG", "SET", "hll-sparse-max-bytes", "100")
 	c.expect("-ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'\r\n", "CONFIG", "SET", "maxclients", "x", "nosuch", "1")
 	c.expect("-ERR CONFIG SET failed (possibly related to argument 'maxclients') - duplicate parameter\r\n",
 		"CONFIG", "SET", "maxclients", "60", "maxclients", "70")

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/presenced/presenced/store"
 )
 
 // settings holds the configuration that CONFIG SET may change while the
@@ -91,6 +93,7 @@ var parameters = []parameter{
 		get: func(c *Config) string { return strconv.FormatInt(c.TrackingTableMaxKeys, 10) },
 		set: intSetter(0, 1<<63-1, func(c *Config, n int64) { c.TrackingTableMaxKeys = n })},
 	{name: "hz", get: func(c *Config) string { return strconv.Itoa(c.hz()) }},
+	{name: "hll-sparse-max-bytes", get: func(*Config) string { return strconv.Itoa(store.HLLSparseMaxBytes) }},
 	{name: "save", get: func(*Config) string { return "" }},
 	{name: "appendonly", get: func(c *Config) string { return yesNo(c.Cluster.AppendOnly) }},
 	{name: "appendfsync", get: func(c *Config) string { return c.Cluster.AppendFsync }},

@@ -10,7 +10,7 @@ type handler func(c *ctx, args [][]byte)
 // handlers maps command IDs (proto.Spec.ID) to their implementation.
 var handlers = func() []handler {
 	hs := make([]handler, len(proto.Commands))
-	for _, group := range []map[string]handler{bitmapCommands, stringCommands, keyCommands, dumpCommands, bitTimerCommands, historyCommands, {"watchcheck": watchcheck}} {
+	for _, group := range []map[string]handler{bitmapCommands, stringCommands, keyCommands, dumpCommands, bitTimerCommands, historyCommands, hllCommands, {"watchcheck": watchcheck}} {
 		for name, h := range group {
 			spec := proto.Lookup([]byte(name))
 			if spec == nil {
@@ -124,12 +124,14 @@ func (c *ctx) unchanged() { c.stamped = true }
 
 // eachWrittenKey calls f with each key in args that a write command
 // changes in the database it runs in: its keys, but for the sources of
-// BITOP, which it only reads, and COPY's keys, which COPY touches itself
-// (its copy may go to another database).
+// BITOP and PFMERGE, which they only read, and COPY's keys, which COPY
+// touches itself (its copy may go to another database).
 func eachWrittenKey(spec *proto.Spec, args [][]byte, f func(key []byte)) {
 	switch spec.Name {
 	case "bitop":
 		f(args[2])
+	case "pfmerge":
+		f(args[1])
 	case "copy":
 	default:
 		spec.EachKey(args, f)

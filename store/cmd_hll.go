@@ -1,0 +1,155 @@
+package store
+
+var hllCommands = map[string]handler{
+	"pfadd":   pfadd,
+	"pfcount": pfcount,
+	"pfmerge": pfmerge,
+}
+
+// ownHLL returns the HyperLogLog e holds as raw bytes the command may
+// change in place, first making e's value its own raw string as Redis's
+// dbUnshareStringValue does; it replies WRONGTYPE and returns nil when
+// the value is not a HyperLogLog.
+func (c *ctx) ownHLL(e *entry) []byte {
+	s := e.v.bytes()
+	if !isHLL(s) {
+		c.w.Error(errNotHLL)
+		return nil
+	}
+	if e.v.isBitmap() {
+		e.v = value{raw: s}
+	}
+	e.v.enc = encRaw
+	return e.v.raw
+}
+
+// readHLL looks key up to read the HyperLogLog it holds, and returns its
+// entry and bytes, or nil ones with ok when there is no such key; it
+// replies WRONGTYPE and returns false when the value is not a
+// HyperLogLog.
+func (c *ctx) readHLL(key []byte) (e *entry, s []byte, ok bool) {
+	if e = c.lookup(key); e == nil {
+		return nil, nil, true
+	}
+	if s = e.v.bytes(); !isHLL(s) {
+		c.w.Error(errNotHLL)
+		return nil, nil, false
+	}
+	return e, s, true
+}
+
+func pfadd(c *ctx, args [][]byte) {
+	key := args[1]
+	e := c.get(key)
+	changed := e == nil
+	var s []byte
+	if e == nil {
+		e = c.put(key, value{raw: newHLL(), enc: encRaw})
+		s = e.v.raw
+	} else if s = c.ownHLL(e); s == nil {
+		return
+	}
+	for _, element := range args[2:] {
+		var r int
+		s, r = hllAdd(s, element)
+		e.v.raw = s // kept on error too, as Redis keeps what came before
+		if r < 0 {
+			c.w.Error(errInvalidHLL)
+			return
+		}
+		changed = changed || r == 1
+	}
+	if !changed {
+		c.unchanged()
+		c.w.Int(0)
+		return
+	}
+	hllInvalidate(s)
+	c.notify('$', "pfadd", key)
+	c.w.Int(1)
+}
+
+// pfcount counts the union of the keys' HyperLogLogs. Of one key, it
+// answers from the cardinality cached in the key's header, and otherwise
+// computes it and, on the write path, caches it there as Redis does: the
+// server sends a PFCOUNT of one key through the log, so that every
+// replica's bytes stay the same.
+func pfcount(c *ctx, args [][]byte) {
+	if len(args) > 2 {
+		var regs [hllRegisters]uint8
+		for _, key := range args[1:] {
+			_, s, ok := c.readHLL(key)
+			if !ok {
+				return
+			}
+			if s != nil && !hllMaxInto(&regs, s) {
+				c.w.Error(errInvalidHLL)
+				return
+			}
+		}
+		c.w.Int(int64(hllCountRegisters(&regs)))
+		return
+	}
+	key := args[1]
+	e, s, ok := c.readHLL(key)
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.w.Int(0)
+		return
+	}
+	if c.write && !e.v.isBitmap() {
+		e.v.enc = encRaw // Redis makes the value its own raw string first
+	}
+	n, cached := hllCachedCount(s)
+	if !cached {
+		if n, ok = hllCount(s); !ok {
+			c.w.Error(errInvalidHLL)
+			return
+		}
+		if c.write {
+			s = c.ownHLL(e)
+			hllSetCachedCount(s, n)
+			c.touch(c.dbIndex, key)
+			c.mark(c.dbIndex, key)
+		}
+	}
+	c.w.Int(int64(n))
+}
+
+func pfmerge(c *ctx, args [][]byte) {
+	var regs [hllRegisters]uint8
+	dense := false
+	for _, key := range args[1:] {
+		_, s, ok := c.readHLL(key)
+		if !ok {
+			return
+		}
+		if s == nil {
+			continue
+		}
+		dense = dense || s[4] == hllEncDense
+		if !hllMaxInto(&regs, s) {
+			c.w.Error(errInvalidHLL)
+			return
+		}
+	}
+	e := c.get(args[1])
+	if e == nil {
+		e = c.put(args[1], value{raw: newHLL(), enc: encRaw})
+	}
+	s := c.ownHLL(e) // a HyperLogLog: it was read above
+	if dense && s[4] == hllEncSparse {
+		s, _ = hllToDense(s) // valid: it was merged above
+	}
+	for i, v := range regs {
+		if v != 0 {
+			s, _ = hllSet(s, i, v)
+		}
+	}
+	hllInvalidate(s)
+	e.v.raw = s
+	c.notify('$', "pfadd", args[1])
+	c.w.OK()
+}
