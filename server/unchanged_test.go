@@ -28,3 +28,33 @@ func TestUnchangedWritesSkipTheLog(t *testing.T) {
 	c.expect(":1\r\n", "GETBIT", "online", "5")
 	c.expect(":13\r\n", "STRLEN", "online")
 }
+
+// TestHyperLogLogReadsSkipTheLog checks that PFCOUNT of one key goes
+// through the log only when it caches a count it computed, and PFADD
+// only when it raises a register: a count read from the cache, or of a
+// missing key, and an element counted already commit nothing.
+func TestHyperLogLogReadsSkipTheLog(t *testing.T) {
+	srv := startServer(t)
+	c := dial(t, srv.Addr())
+	committed := func() uint64 { return srv.Node().Stats().Commands }
+	c.expect(":1\r\n", "PFADD", "h", "a", "b", "c")
+	before := committed()
+	c.expect(":3\r\n", "PFCOUNT", "h")
+	if got := committed(); got != before+1 {
+		t.Errorf("a count computed and cached committed %d commands, want 1", got-before)
+	}
+	for range 10 {
+		c.expect(":3\r\n", "PFCOUNT", "h")
+		c.expect(":0\r\n", "PFCOUNT", "nokey")
+		c.expect(":3\r\n", "PFCOUNT", "h", "nokey")
+		c.expect(":0\r\n", "PFADD", "h", "b", "a")
+	}
+	if got := committed(); got != before+1 {
+		t.Errorf("cached counts and elements counted already committed %d commands", got-before-1)
+	}
+	c.expect(":1\r\n", "PFADD", "h", "a", "d")
+	c.expect(":4\r\n", "PFCOUNT", "h")
+	if got := committed(); got != before+3 {
+		t.Errorf("a new element and its count committed %d commands, want 2", got-before-1)
+	}
+}

@@ -73,7 +73,8 @@ func pfadd(c *ctx, args [][]byte) {
 // answers from the cardinality cached in the key's header, and otherwise
 // computes it and, on the write path, caches it there as Redis does: the
 // server sends a PFCOUNT of one key through the log, so that every
-// replica's bytes stay the same.
+// replica's bytes stay the same, unless ReadUnchanged finds it would
+// change nothing.
 func pfcount(c *ctx, args [][]byte) {
 	if len(args) > 2 {
 		var regs [hllRegisters]uint8
@@ -152,4 +153,44 @@ func pfmerge(c *ctx, args [][]byte) {
 	e.v.raw = s
 	c.notify('$', "pfadd", args[1])
 	c.w.OK()
+}
+
+// countCached reports whether cmd is a PFCOUNT of one key that running
+// would not change: its key is missing, is no HyperLogLog (an error), or
+// holds one whose count is cached, in a value already its own raw string
+// (or in bitmap form, which PFCOUNT leaves as it is).
+func (c *ctx) countCached(cmd Command) bool {
+	if len(cmd.Args) != 2 || !cmd.is("pfcount") || cmd.DB < 0 || cmd.DB >= NumDBs {
+		return false
+	}
+	e := c.getIn(c.s.mu.dbs[cmd.DB], cmd.Args[1])
+	if e == nil {
+		return true
+	}
+	s := e.v.bytes()
+	if !isHLL(s) {
+		return true
+	}
+	_, cached := hllCachedCount(s)
+	return cached && (e.v.isBitmap() || e.v.enc == encRaw)
+}
+
+// elementsCounted reports whether cmd is a PFADD that running would not
+// change: of elements whose registers hold as much as each offers
+// already, to a HyperLogLog that is its own raw string already.
+func (c *ctx) elementsCounted(cmd Command) bool {
+	if !cmd.is("pfadd") || len(cmd.Args) < 2 || cmd.DB < 0 || cmd.DB >= NumDBs {
+		return false
+	}
+	e := c.getIn(c.s.mu.dbs[cmd.DB], cmd.Args[1])
+	if e == nil || e.v.isBitmap() || e.v.enc != encRaw || !isHLL(e.v.raw) {
+		return false
+	}
+	for _, element := range cmd.Args[2:] {
+		i, count := hllPattern(element)
+		if v, ok := hllGet(e.v.raw, i); !ok || v < count {
+			return false
+		}
+	}
+	return true
 }

@@ -6,12 +6,15 @@ import (
 )
 
 // ReadUnchanged answers cmds on the read path when none of them would
-// change the store — SETBITs that set a bit to the value it already has,
-// which is what most presence heartbeats are — and reports whether it
-// did. Such commands need no log entry: their replies are what applying
-// them would answer, and the state stays the same (Redis too leaves them
-// out of its AOF and replication stream). When any command would change
-// something, or is not a SETBIT, it appends nothing and returns false.
+// change the store, and reports whether it did. Three kinds of batches
+// qualify: SETBITs that set a bit to the value it already has, which is
+// what most presence heartbeats are; PFADDs of elements a HyperLogLog
+// has counted already, as heartbeats of users counted; and PFCOUNTs of
+// one key whose count is cached in its value, which a write would only
+// read. Such commands need no log entry: their replies are what applying
+// them would answer, and the state stays the same (Redis too leaves such
+// SETBITs and PFADDs out of its AOF and replication stream). When any command would change something,
+// or is of another kind, it appends nothing and returns false.
 //
 // current makes sure the store is current, as before a read (a read
 // barrier). It is called after a first check, so that batches which do
@@ -23,12 +26,27 @@ func (s *Store) ReadUnchanged(cmds []Command, now int64, out *Replies, current f
 	// What is known to change something is sent on without waiting for
 	// the lock, which an Apply may hold. A batch is mostly of one
 	// command: its first tells; the check under the lock rejects a later
-	// command that is not a SETBIT.
-	if len(cmds) == 0 || !cmds[0].is("setbit") || s.rearms(cmds[0]) {
+	// command of another kind.
+	if len(cmds) == 0 {
+		return false, nil
+	}
+	var answer func(cmds []Command, now int64, out *Replies) (uint64, bool)
+	switch {
+	case cmds[0].is("setbit") && !s.rearms(cmds[0]):
+		answer = s.answerUnchanged
+	case cmds[0].is("pfadd"):
+		answer = func(cmds []Command, now int64, out *Replies) (uint64, bool) {
+			return s.answerIf(cmds, now, out, (*ctx).elementsCounted, func(*ctx, Command) { out.Int(0) })
+		}
+	case cmds[0].is("pfcount"):
+		answer = func(cmds []Command, now int64, out *Replies) (uint64, bool) {
+			return s.answerIf(cmds, now, out, (*ctx).countCached, (*ctx).exec)
+		}
+	default:
 		return false, nil
 	}
 	mark, ends := out.Len(), len(out.Ends)
-	checked, ok := s.answerUnchanged(cmds, now, out)
+	checked, ok := answer(cmds, now, out)
 	if !ok {
 		return false, nil
 	}
@@ -40,7 +58,7 @@ func (s *Store) ReadUnchanged(cmds []Command, now int64, out *Replies, current f
 	if err != nil {
 		return false, err
 	}
-	_, ok = s.answerUnchanged(cmds, now, out)
+	_, ok = answer(cmds, now, out)
 	return ok, nil
 }
 
@@ -65,6 +83,27 @@ func (s *Store) answerUnchanged(cmds []Command, now int64, out *Replies) (change
 		return true
 	})
 	return changes, ok
+}
+
+// answerIf appends the replies of cmds, as answer gives each one's on
+// the read path, if check finds that none of them would change the
+// store, tells the tracker of the keys the read-only ones read, and
+// returns the store's Changes as of that answer.
+func (s *Store) answerIf(cmds []Command, now int64, out *Replies, check func(*ctx, Command) bool, answer func(*ctx, Command)) (changes uint64, ok bool) {
+	return changes, s.read(now, out, func(c *ctx) bool {
+		changes = s.changes.Load()
+		for _, cmd := range cmds {
+			if !check(c, cmd) {
+				return false
+			}
+		}
+		for _, cmd := range cmds {
+			answer(c, cmd)
+			out.Ends = append(out.Ends, out.Len())
+		}
+		c.reported(cmds)
+		return true
+	})
 }
 
 // setbitRunUnchanged checks the SETBITs at the start of cmds: a run of

@@ -401,3 +401,75 @@ func BenchmarkReadUnchanged(b *testing.B) {
 		})
 	}
 }
+
+// TestReadUnchangedHyperLogLogs checks ReadUnchanged on PFCOUNTs and
+// PFADDs against applying them, as TestReadUnchanged does on SETBITs: it
+// answers a PFCOUNT of one key whose count is cached, in a value already
+// its own raw string or in bitmap form, and of a key missing or no
+// HyperLogLog, and a PFADD of elements counted already; it declines one
+// that would compute the count and cache it, raise a register, or make
+// the value a raw string, and applying such a batch then changes the key.
+func TestReadUnchangedHyperLogLogs(t *testing.T) {
+	rnd := rand.New(rand.NewSource(2))
+	s := New()
+	const now = 1_000_000
+	keys := []string{"h", "short", "bits", "plain", "missing", "corrupt"}
+	do(s, now, "PFADD h a b c")
+	do(s, now, "SET short HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x7f\xff")
+	for i, b := range newHLL() {
+		for bit := range 8 {
+			if b&(0x80>>bit) != 0 {
+				do(s, now, "SETBIT bits "+strconv.Itoa(8*i+bit)+" 1")
+			}
+		}
+	}
+	do(s, now, "SET plain hello")
+	do(s, now, "SET corrupt HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x40\x63")
+	state := func() string {
+		out := ""
+		for _, k := range keys {
+			out += fmt.Sprint(k, "=", do(s, now, "GET "+k), do(s, now, "OBJECT ENCODING "+k), s.Watch(0, []byte(k)).Version, " ")
+		}
+		return out
+	}
+	// The HyperLogLog SET whole is an embstr, made raw by a count: a
+	// change, though the count was cached; the next count is none.
+	short := []Command{bmCommand("PFCOUNT", "short")}
+	if checkUnchanged(t, s, short, now, state) || !checkUnchanged(t, s, short, now, state) {
+		t.Fatal("PFCOUNT of an embstr HyperLogLog answered as unchanged, or of a raw one declined")
+	}
+	answered, declined := 0, 0
+	for i := range 400 {
+		if rnd.Intn(4) == 0 {
+			do(s, now, "PFADD "+keys[rnd.Intn(2)]+" "+strconv.Itoa(rnd.Intn(1000)))
+		}
+		var batch []Command
+		pfadd := rnd.Intn(2) == 0
+		for range 1 + rnd.Intn(3) {
+			key := keys[rnd.Intn(len(keys))]
+			if !pfadd {
+				batch = append(batch, bmCommand("PFCOUNT", key))
+				continue
+			}
+			if key == "bits" {
+				key = "h" // stays in bitmap form, for the check at the end
+			}
+			args := []string{"PFADD", key}
+			for range rnd.Intn(3) {
+				args = append(args, strconv.Itoa(rnd.Intn(1200)))
+			}
+			batch = append(batch, bmCommand(args...))
+		}
+		if checkUnchanged(t, s, batch, int64(now+i), state) {
+			answered++
+		} else {
+			declined++
+		}
+	}
+	if answered < 50 || declined < 50 {
+		t.Fatalf("answered %d batches, declined %d: the test does not exercise both", answered, declined)
+	}
+	if got := do(s, now, "OBJECT ENCODING bits"); got != "$7\r\nroaring\r\n" {
+		t.Fatalf("a HyperLogLog in bitmap form, counted, is %q", got)
+	}
+}
