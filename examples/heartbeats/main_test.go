@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -85,5 +86,34 @@ func TestHeartbeatsExpireOnTheirOwn(t *testing.T) {
 	}
 	if n, err := p.OnlineIn(ctx, "beijing", "mobile"); err != nil || n != 0 {
 		t.Fatalf("beijing on mobile after expiry: %d, %v; want 0", n, err)
+	}
+}
+
+// TestCrossCheckAgreesWithTheTotal is the recipe's HyperLogLog check:
+// while nobody drops offline, the HyperLogLog of the heartbeats counts the
+// sum of the shards' BITCOUNTs to within a few of its standard errors,
+// however often a user beats.
+func TestCrossCheckAgreesWithTheTotal(t *testing.T) {
+	ctx := context.Background()
+	p := &Presence{rdb: servertest.Client(t)}
+	if err := p.Configure(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	const users = 3000
+	for i := range users {
+		id := uint64(i)*7919 + 3
+		for range 1 + i%2 {
+			if err := p.Beat(ctx, id, regions[i%len(regions)], devices[i%len(devices)]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	total, err := p.Aggregate(ctx)
+	if err != nil || total != users {
+		t.Fatalf("online: %d, %v; want %d", total, err, users)
+	}
+	seen, err := p.CrossCheck(ctx)
+	if err != nil || math.Abs(float64(seen-total)) > 3*0.0081*users {
+		t.Fatalf("the HyperLogLog saw %d users, %v; the total is %d", seen, err, total)
 	}
 }
