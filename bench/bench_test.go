@@ -28,6 +28,7 @@ func buildPresenced(t *testing.T) string {
 
 // wantRows are the rows of every report, by group title.
 var wantRows = map[string][]string{
+	"HyperLogLog":             {"PFADD, pipeline 64", "PFADD, pipeline 1", "PFCOUNT of one key, pipeline 64"},
 	"Heartbeats":              {"SETBIT heartbeat, pipeline 64", "SETBIT heartbeat, pipeline 1", "GETBIT, pipeline 64", "SETBIT heartbeat, pipeline 64, a client tracking the key"},
 	"BITCOUNT of a whole key": {"BITCOUNT, 20k ids in 1M", "BITCOUNT, 500k ids in 1M"},
 	"Memory for the data": {"20k random ids in a 1M-id space", "500k random ids in a 1M-id space",

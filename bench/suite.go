@@ -297,6 +297,7 @@ var groupRunners = map[string]func(*suite) error{
 	groupHistory:    (*suite).history,
 
 	groupHistoryWrites: (*suite).historyWrites,
+	groupHyperLogLog:   (*suite).hyperloglog,
 }
 
 // datasets measures the memory of each data set and BITCOUNT on some.
@@ -326,20 +327,26 @@ func (s *suite) datasets() error {
 // without persistence, as redis-server runs in the other groups: the
 // persistence modes group compares the modes that write to disk.
 func (s *suite) heartbeats() error {
-	p, err := startPairIn(s.cfg, noPersistence)
-	if err != nil {
-		return err
-	}
-	defer p.close()
 	getbit := newTemplate([]string{"GETBIT", heartbeatKey}, 1)
 	g := Group{Title: "Heartbeats", Throughput: true, Note: fmt.Sprintf("`SETBIT %s <random id> 1` and `GETBIT %s <random id>`; GETBIT runs on the key the SETBIT runs filled. Both servers run without persistence (presenced `--appendonly no`, redis-server `--appendonly no --save ''`): the persistence modes (below) compare the modes that write to disk. The pipeline-1 row sends the ids the pipeline-64 row set: heartbeats of users already online, which change nothing, so neither server writes them to its log or AOF. The last row sets ids of its own while a client tracks the key for client-side caching (`CLIENT TRACKING on BCAST PREFIX %s`, its invalidations redirected to a subscribed connection that reads them), under the heartbeats' bound.", heartbeatKey, heartbeatKey, heartbeatKey)}
-	for _, w := range []workload{
+	return s.throughputGroup(noPersistence, g, []workload{
 		setbitWorkload("SETBIT heartbeat, pipeline 64", 64, targetHeartbeat),
 		setbitWorkload("SETBIT heartbeat, pipeline 1", 1, targetHeartbeat),
 		{name: "GETBIT, pipeline 64", reqs: both(getbit), pipeline: 64, random: true, target: targetHeartbeat},
 		{name: "SETBIT heartbeat, pipeline 64, a client tracking the key", reqs: both(setbitTemplate), pipeline: 64, random: true, ids: trackedIDs, target: targetHeartbeat,
 			beside: [2]func(target) (func() error, error){trackingListener(heartbeatKey), trackingListener(heartbeatKey)}},
-	} {
+	})
+}
+
+// throughputGroup starts a pair of servers in mode m, runs each of ws on
+// it, and adds g to the report with their rows.
+func (s *suite) throughputGroup(m mode, g Group, ws []workload) error {
+	p, err := startPairIn(s.cfg, m)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	for _, w := range ws {
 		row, err := s.throughput(p.targets(), w)
 		if err != nil {
 			return err
