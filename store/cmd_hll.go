@@ -6,13 +6,23 @@ var hllCommands = map[string]handler{
 	"pfmerge": pfmerge,
 }
 
+// hllOf returns the bytes of v if it is a HyperLogLog. A string in
+// bitmap form is materialized only once its first bytes read "HYLL".
+func hllOf(v *value) ([]byte, bool) {
+	if v.isBitmap() && (v.n < hllHeaderLen || string(v.rangeBytes(0, 4)) != "HYLL") {
+		return nil, false
+	}
+	s := v.bytes()
+	return s, isHLL(s)
+}
+
 // ownHLL returns the HyperLogLog e holds as raw bytes the command may
 // change in place, first making e's value its own raw string as Redis's
 // dbUnshareStringValue does; it replies WRONGTYPE and returns nil when
 // the value is not a HyperLogLog.
 func (c *ctx) ownHLL(e *entry) []byte {
-	s := e.v.bytes()
-	if !isHLL(s) {
+	s, ok := hllOf(&e.v)
+	if !ok {
 		c.w.Error(errNotHLL)
 		return nil
 	}
@@ -31,7 +41,7 @@ func (c *ctx) readHLL(key []byte) (e *entry, s []byte, ok bool) {
 	if e = c.lookup(key); e == nil {
 		return nil, nil, true
 	}
-	if s = e.v.bytes(); !isHLL(s) {
+	if s, ok = hllOf(&e.v); !ok {
 		c.w.Error(errNotHLL)
 		return nil, nil, false
 	}
@@ -167,8 +177,8 @@ func (c *ctx) countCached(cmd Command) bool {
 	if e == nil {
 		return true
 	}
-	s := e.v.bytes()
-	if !isHLL(s) {
+	s, ok := hllOf(&e.v)
+	if !ok {
 		return true
 	}
 	_, cached := hllCachedCount(s)

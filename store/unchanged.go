@@ -13,8 +13,9 @@ import (
 // one key whose count is cached in its value, which a write would only
 // read. Such commands need no log entry: their replies are what applying
 // them would answer, and the state stays the same (Redis too leaves such
-// SETBITs and PFADDs out of its AOF and replication stream). When any command would change something,
-// or is of another kind, it appends nothing and returns false.
+// SETBITs and PFADDs out of its AOF and replication stream). When any
+// command would change something, or is of another kind, it appends
+// nothing and returns false.
 //
 // current makes sure the store is current, as before a read (a read
 // barrier). It is called after a first check, so that batches which do
@@ -90,7 +91,7 @@ func (s *Store) answerUnchanged(cmds []Command, now int64, out *Replies) (change
 // store, tells the tracker of the keys the read-only ones read, and
 // returns the store's Changes as of that answer.
 func (s *Store) answerIf(cmds []Command, now int64, out *Replies, check func(*ctx, Command) bool, answer func(*ctx, Command)) (changes uint64, ok bool) {
-	return changes, s.read(now, out, func(c *ctx) bool {
+	ok = s.read(now, out, func(c *ctx) bool {
 		changes = s.changes.Load()
 		for _, cmd := range cmds {
 			if !check(c, cmd) {
@@ -104,6 +105,7 @@ func (s *Store) answerIf(cmds []Command, now int64, out *Replies, check func(*ct
 		c.reported(cmds)
 		return true
 	})
+	return changes, ok
 }
 
 // setbitRunUnchanged checks the SETBITs at the start of cmds: a run of
