@@ -42,7 +42,6 @@ const (
 	sparseValMax    = 32
 	sparseValMaxLen = 4
 	sparseZeroMax   = 64
-	sparseXZeroMax  = hllRegisters
 )
 
 // HLLSparseMaxBytes is the longest a sparse HyperLogLog string, header
@@ -144,11 +143,11 @@ func denseGet(regs []byte, i int) uint8 {
 
 // denseSet sets dense register i of regs to v.
 func denseSet(regs []byte, i int, v uint8) {
-	const max = 1<<hllBits - 1
+	const mask = 1<<hllBits - 1
 	at, shift := i*hllBits/8, uint(i*hllBits)&7
-	regs[at] = regs[at]&^byte(max<<shift) | byte(uint(v)<<shift)
+	regs[at] = regs[at]&^byte(mask<<shift) | byte(uint(v)<<shift)
 	if shift > 8-hllBits {
-		regs[at+1] = regs[at+1]&^byte(max>>(8-shift)) | byte(uint(v)>>(8-shift))
+		regs[at+1] = regs[at+1]&^byte(mask>>(8-shift)) | byte(uint(v)>>(8-shift))
 	}
 }
 
