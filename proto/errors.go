@@ -77,6 +77,12 @@ func ErrSubcommandSyntax(sub []byte, cmd string) string {
 	return errorText("ERR unknown subcommand or wrong number of arguments for '" + clip(sub, 128) + "'. Try " + cmd + " HELP.")
 }
 
+// ErrPFDebugSubcommand is Redis's reply to a PFDEBUG subcommand it does
+// not know.
+func ErrPFDebugSubcommand(sub []byte) string {
+	return errorText("ERR Unknown PFDEBUG subcommand '" + clip(sub, len(sub)) + "'")
+}
+
 // clip is b as C's "%.*s" prints it: at most n bytes, ending at a NUL.
 func clip(b []byte, n int) string {
 	if i := bytes.IndexByte(b, 0); i >= 0 {

@@ -1,9 +1,17 @@
 package store
 
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/presenced/presenced/proto"
+)
+
 var hllCommands = map[string]handler{
 	"pfadd":   pfadd,
 	"pfcount": pfcount,
 	"pfmerge": pfmerge,
+	"pfdebug": pfdebug,
 }
 
 // hllOf returns the bytes of v if it is a HyperLogLog. A string in
@@ -163,6 +171,68 @@ func pfmerge(c *ctx, args [][]byte) {
 	e.v.raw = s
 	c.notify('$', "pfadd", args[1])
 	c.w.OK()
+}
+
+// pfdebug is Redis's PFDEBUG: GETREG (the registers, turning a sparse
+// string dense), DECODE (a sparse string's opcodes), ENCODING and
+// TODENSE. Like Redis, it tells WATCH of no change, even when it turns a
+// string dense.
+func pfdebug(c *ctx, args [][]byte) {
+	sub, key := args[1], args[2]
+	e := c.get(key)
+	if e == nil {
+		c.w.Error("ERR The specified key does not exist")
+		return
+	}
+	s := c.ownHLL(e)
+	if s == nil {
+		return
+	}
+	c.unchanged()
+	sparse := s[4] == hllEncSparse
+	switch {
+	case isOption(sub, "getreg"), isOption(sub, "todense"):
+		if sparse {
+			d, ok := hllToDense(s)
+			if !ok {
+				c.w.Error(errInvalidHLL)
+				return
+			}
+			e.v.raw, s = d, d
+		}
+		if isOption(sub, "todense") {
+			c.w.Int(map[bool]int64{false: 0, true: 1}[sparse])
+			return
+		}
+		c.w.Array(hllRegisters)
+		for i := range hllRegisters {
+			c.w.Int(int64(denseGet(s[hllHeaderLen:], i)))
+		}
+	case isOption(sub, "decode"):
+		if !sparse {
+			c.w.Error("ERR HLL encoding is not sparse")
+			return
+		}
+		var b []byte
+		for p := hllHeaderLen; p < len(s); {
+			span, v, size := opcode(s, p)
+			switch {
+			case isZero(s[p]):
+				b = strconv.AppendInt(append(b, "z:"...), int64(span), 10)
+			case isXZero(s[p]):
+				b = strconv.AppendInt(append(b, "Z:"...), int64(span), 10)
+			default:
+				b = strconv.AppendInt(append(strconv.AppendInt(append(b, "v:"...), int64(v), 10), ','), int64(span), 10)
+			}
+			b = append(b, ' ')
+			p += size
+		}
+		c.w.Bulk(bytes.TrimRight(b, " "))
+	case isOption(sub, "encoding"):
+		c.w.Simple(map[bool]string{false: "dense", true: "sparse"}[sparse])
+	default:
+		c.w.Error(proto.ErrPFDebugSubcommand(sub))
+	}
 }
 
 // countCached reports whether cmd is a PFCOUNT of one key that running
