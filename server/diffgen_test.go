@@ -645,8 +645,9 @@ func genKeys(g *gen) []string {
 
 // genHLL produces HyperLogLog commands: PFADDs of up to thousands of
 // elements (sparse strings grow until they turn dense), counts and merges
-// of several keys, GETs of their bytes, and now and then a changed byte,
-// so that corrupted strings meet the commands too.
+// of several keys, GETs of their bytes and PFDEBUG's views of them, and
+// now and then a changed byte, so that corrupted strings meet the
+// commands too.
 func genHLL(g *gen) []string {
 	k := g.key()
 	switch g.r.IntN(8) {
@@ -664,6 +665,9 @@ func genHLL(g *gen) []string {
 	case 5:
 		return cmd("PFMERGE", k, g.keys())
 	case 6:
+		if g.chance(30) {
+			return cmd("PFDEBUG", g.pick("GETREG", "DECODE", "ENCODING", "TODENSE"), k)
+		}
 		return cmd("GET", k)
 	}
 	b := []byte{byte(g.r.IntN(256))}
