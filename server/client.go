@@ -685,11 +685,11 @@ func (b *sharedBarrier) wait() error {
 // needsGoroutine reports whether a connection served by an event loop
 // must have a goroutine of its own to run spec with args: a subscription
 // or CLIENT TRACKING, whose messages come from other connections'
-// goroutines at any time, and the
-// commands that wait for other nodes (RAFT, FAILOVER, SENTINEL, and INFO,
-// ROLE and WAIT, which ask the followers how far they applied), which would
-// hold up every connection of the loop meanwhile. A nil spec, an unknown
-// command, is answered by the loop.
+// goroutines at any time, and the commands that wait for other nodes
+// (RAFT, FAILOVER, SENTINEL, and INFO, ROLE and WAIT, which ask the
+// followers how far they applied) or another server (MIGRATE), or run
+// long (PFSELFTEST), which would hold up every connection of the loop
+// meanwhile. A nil spec, an unknown command, is answered by the loop.
 func needsGoroutine(spec *proto.Spec, args [][]byte) bool {
 	if spec == nil {
 		return false
@@ -697,7 +697,7 @@ func needsGoroutine(spec *proto.Spec, args [][]byte) bool {
 	switch spec.Name {
 	case "client":
 		return len(args) > 1 && strings.EqualFold(string(args[1]), "tracking")
-	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor", "raft", "failover", "info", "role", "wait", "sentinel", "migrate":
+	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor", "raft", "failover", "info", "role", "wait", "sentinel", "migrate", "pfselftest":
 		return true
 	}
 	return false

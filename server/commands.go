@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -55,6 +56,7 @@ func init() {
 		"bgrewriteaof": bgrewriteaof,
 		"lastsave":     lastsave,
 		"slowlog":      slowlogCommand,
+		"pfselftest":   pfselftest,
 
 		"subscribe":    subscribeCommand,
 		"unsubscribe":  unsubscribeCommand,
@@ -283,6 +285,16 @@ func selectDB(c *client, args [][]byte) {
 		return
 	}
 	c.db = int(n)
+	c.out.OK()
+}
+
+// pfselftest is Redis's PFSELFTEST (see store.HLLSelfTest). It runs for
+// a fraction of a second, on the connection's goroutine.
+func pfselftest(c *client, _ [][]byte) {
+	if msg := store.HLLSelfTest(rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))); msg != "" {
+		c.out.Error(msg)
+		return
+	}
 	c.out.OK()
 }
 

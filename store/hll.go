@@ -2,8 +2,10 @@ package store
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/bits"
+	"math/rand/v2"
 	"slices"
 )
 
@@ -463,4 +465,57 @@ func hllTau(x float64) float64 {
 			return z / 3
 		}
 	}
+}
+
+// HLLSelfTest is Redis's PFSELFTEST: it checks that dense registers keep
+// what is written to them, then adds 10M elements to a dense and a
+// sparse HyperLogLog side by side, checking at each power of ten that
+// the sparse one is still sparse while it is small, that both count the
+// same, and that the count is within six standard errors. It returns ""
+// or the failure, in Redis's words.
+func HLLSelfTest(r *rand.Rand) string {
+	dense := make([]byte, hllDenseLen)
+	regs := dense[hllHeaderLen:]
+	var want [hllRegisters]uint8
+	for range 1000 {
+		for i := range want {
+			want[i] = uint8(r.IntN(1 << hllBits))
+			denseSet(regs, i, want[i])
+		}
+		for i, w := range want {
+			if got := denseGet(regs, i); got != w {
+				return fmt.Sprintf("TESTFAILED Register %d should be %d but is %d", i, w, got)
+			}
+		}
+	}
+	clear(regs)
+	dense[4] = hllEncDense
+	sparse := newHLL()
+	relErr := 1.04 / math.Sqrt(hllRegisters)
+	seed := r.Uint64()
+	var element [8]byte
+	for j, checkpoint := uint64(1), uint64(1); j <= 10_000_000; j++ {
+		binary.LittleEndian.PutUint64(element[:], j^seed)
+		dense, _ = hllAdd(dense, element[:])
+		sparse, _ = hllAdd(sparse, element[:])
+		if j != checkpoint {
+			continue
+		}
+		if j < HLLSparseMaxBytes/2 && sparse[4] != hllEncSparse {
+			return "TESTFAILED sparse encoding not used"
+		}
+		n, _ := hllCount(dense)
+		if m, _ := hllCount(sparse); m != n {
+			return "TESTFAILED dense/sparse disagree"
+		}
+		maxErr := uint64(math.Ceil(relErr * 6 * float64(checkpoint)))
+		if j == 10 {
+			maxErr = 1 // collisions make the error of 10 often larger
+		}
+		if absErr := max(n, checkpoint) - min(n, checkpoint); absErr > maxErr {
+			return fmt.Sprintf("TESTFAILED Too big error. card:%d abserr:%d", checkpoint, absErr)
+		}
+		checkpoint *= 10
+	}
+	return ""
 }

@@ -165,3 +165,13 @@ func FuzzHLL(f *testing.F) {
 		}
 	})
 }
+
+// TestHLLSelfTest runs PFSELFTEST's checks, which must pass.
+func TestHLLSelfTest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("adds 10M elements twice")
+	}
+	if msg := HLLSelfTest(rand.New(rand.NewPCG(1, 2))); msg != "" {
+		t.Fatal(msg)
+	}
+}
