@@ -201,7 +201,7 @@ func pfdebug(c *ctx, args [][]byte) {
 			e.v.raw, s = d, d
 		}
 		if isOption(sub, "todense") {
-			c.w.Int(map[bool]int64{false: 0, true: 1}[sparse])
+			c.w.Bit(sparse) // 1: it was sparse and turned dense
 			return
 		}
 		c.w.Array(hllRegisters)
@@ -229,7 +229,11 @@ func pfdebug(c *ctx, args [][]byte) {
 		}
 		c.w.Bulk(bytes.TrimRight(b, " "))
 	case isOption(sub, "encoding"):
-		c.w.Simple(map[bool]string{false: "dense", true: "sparse"}[sparse])
+		if sparse {
+			c.w.Simple("sparse")
+		} else {
+			c.w.Simple("dense")
+		}
 	default:
 		c.w.Error(proto.ErrPFDebugSubcommand(sub))
 	}
