@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/presenced/presenced/server/redisserver"
@@ -899,11 +900,7 @@ func TestNoLeader(t *testing.T) {
 					}
 				}
 			}
-			// A closing leader may have handed its leadership to the
-			// survivor, which leads alone until its lease runs out.
-			for survivor.Node().IsLeader() {
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitLeaderless(t, survivor)
 			bound := clusterLeaderWait + time.Second
 			for _, args := range order {
 				begin := time.Now()
@@ -918,6 +915,34 @@ func TestNoLeader(t *testing.T) {
 			ro.expect(bulk("v"), "GET", "k")
 			ro.expect(":0\r\n", "EXISTS", "b")
 		})
+	}
+}
+
+// waitLeaderless waits until s, whose peers all stopped, can lead no
+// more. A closing leader may have handed its leadership to s: s then
+// leads alone until its lease runs out, or it may still win the election
+// the hand-over started, with a vote cast before the voter closed. That
+// election ends within twice the election timeout; the ones after it
+// start with a pre-vote nobody answers. So s is done once it stood as a
+// candidate for longer than that.
+func waitLeaderless(t *testing.T, s *Server) {
+	t.Helper()
+	settle := 2 * s.Node().Config().ElectionTimeout
+	deadline := time.Now().Add(10 * time.Second)
+	var since time.Time
+	for {
+		switch now := time.Now(); {
+		case s.Node().Stats().State != raft.Candidate.String():
+			since = time.Time{}
+		case since.IsZero():
+			since = now
+		case now.Sub(since) > settle:
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not settle as a candidate: %+v", s.Node().Config().NodeID, s.Node().Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
