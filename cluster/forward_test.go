@@ -119,6 +119,13 @@ func (g guardedPeers) RemoveServer(ctx context.Context, addr, id string) error {
 	return g.inner.RemoveServer(ctx, addr, id)
 }
 
+func (g guardedPeers) Handover(ctx context.Context, addr string) error {
+	if err := g.check(addr); err != nil {
+		return err
+	}
+	return g.inner.Handover(ctx, addr)
+}
+
 func (g guardedPeers) Applied(ctx context.Context, addr string) (uint64, error) {
 	if err := g.check(addr); err != nil {
 		return 0, err

@@ -322,6 +322,14 @@ func (p testPeers) RemoveServer(ctx context.Context, addr, id string) error {
 	return n.RemoveServer(ctx, id)
 }
 
+func (p testPeers) Handover(ctx context.Context, addr string) error {
+	n, err := p.to(addr)
+	if err != nil {
+		return err
+	}
+	return n.Handover(ctx, "")
+}
+
 func (p testPeers) Applied(_ context.Context, addr string) (uint64, error) {
 	n, err := p.to(addr)
 	if err != nil {

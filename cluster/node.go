@@ -1029,6 +1029,22 @@ func (n *Node) Handover(ctx context.Context, id string) error {
 	}
 }
 
+// Failover has the leader hand its leadership over as Handover(ctx, "")
+// does, from any node: a follower asks the leader, which answers once
+// another node leads. Errors: Handover's, or on a follower the leader's
+// refusal, and ErrNoLeader when no leader could be asked before ctx ended.
+func (n *Node) Failover(ctx context.Context) error {
+	return n.withLeader(ctx, func(leader string, self bool) error {
+		if self {
+			return n.Handover(ctx, "")
+		}
+		if n.peers == nil {
+			return ErrNotLeader
+		}
+		return n.peers.Handover(ctx, leader)
+	})
+}
+
 // alreadyMember is the refusal to add node id, a member at addr.
 func alreadyMember(id, addr string) error {
 	return memberError("node %s is already a member, at %s", id, addr)

@@ -28,6 +28,9 @@ type Peers interface {
 	AddVoter(ctx context.Context, addr, id, raftAddr string) error
 	// RemoveServer has the node at addr, which must lead, remove a member.
 	RemoveServer(ctx context.Context, addr, id string) error
+	// Handover has the node at addr, which must lead, hand its leadership
+	// to the other voter furthest ahead in the log.
+	Handover(ctx context.Context, addr string) error
 	// Applied returns the index of the latest entry the node at addr
 	// applied.
 	Applied(ctx context.Context, addr string) (uint64, error)
@@ -416,6 +419,16 @@ func (p *RESPPeers) AddVoter(ctx context.Context, addr, id, raftAddr string) err
 // RemoveServer implements Peers with RAFT REMOVE.
 func (p *RESPPeers) RemoveServer(ctx context.Context, addr, id string) error {
 	return p.simple(ctx, addr, "RAFT", "REMOVE", id)
+}
+
+// Handover implements Peers with FAILOVER, which answers once another
+// node leads; its refusal on a node that does not lead is ErrNotLeader.
+func (p *RESPPeers) Handover(ctx context.Context, addr string) error {
+	err := p.simple(ctx, addr, "FAILOVER")
+	if re := (*RemoteError)(nil); errors.As(err, &re) && re.Reply == proto.ErrFailoverReplica {
+		return ErrNotLeader
+	}
+	return err
 }
 
 // simple sends one command whose success reply is +OK.

@@ -765,6 +765,8 @@ var table = []*Spec{
 				DocFlags: []string{"deprecated"}, DeprecatedSince: "5.0.0", ReplacedBy: "`SENTINEL REPLICAS`", Syntax: "master-name"},
 			{Name: "sentinels", Arity: 3, Flags: Admin, Complexity: "O(N) where N is the number of Sentinels", Summary: "List the Sentinel instances", Syntax: "master-name"},
 			{Name: "myid", Arity: 2, Flags: Admin, Since: "6.2.0", Complexity: "O(1)", Summary: "Get the Sentinel instance ID"},
+			{Name: "ckquorum", Arity: 3, Flags: Admin, Complexity: "O(N) where N is the number of Sentinels", Summary: "Check for a Sentinel quorum", Syntax: "master-name"},
+			{Name: "failover", Arity: 3, Flags: Admin, Complexity: "O(1)", Summary: "Force a failover", Syntax: "master-name"},
 			{Name: "help", Arity: 2, Flags: Loading | Stale, Since: "6.2.0", Complexity: "O(1)", Summary: "Show helpful text about the different subcommands"},
 		}},
 	{Name: "raft", Arity: -2, Group: "cluster", Since: "0.1.0",

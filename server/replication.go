@@ -238,7 +238,7 @@ func failover(c *client, args [][]byte) {
 	}
 	node := c.s.node
 	if !node.IsLeader() {
-		c.out.Error("ERR FAILOVER is not valid when server is a replica.")
+		c.out.Error(proto.ErrFailoverReplica)
 		return
 	}
 	members, err := node.Members()
@@ -272,18 +272,24 @@ func failover(c *client, args [][]byte) {
 		ctx, cancel = context.WithTimeout(ctx, millis(timeout))
 	}
 	defer cancel()
-	switch err := node.Handover(ctx, target); {
-	case err == nil:
-		c.out.OK()
-	case errors.Is(err, cluster.ErrNotLeader):
-		c.out.Error("ERR FAILOVER is not valid when server is a replica.")
-	case errors.Is(err, cluster.ErrAlone):
-		c.out.Error("ERR FAILOVER requires connected replicas.")
-	case errors.Is(err, context.DeadlineExceeded):
-		c.out.Error("ERR FAILOVER aborted: no other node took over within the timeout")
-	default:
-		c.out.Error("ERR FAILOVER aborted: " + err.Error())
+	if err := node.Handover(ctx, target); err != nil {
+		c.out.Error(failoverError(err))
+		return
 	}
+	c.out.OK()
+}
+
+// failoverError is FAILOVER's reply when Handover failed with err.
+func failoverError(err error) string {
+	switch {
+	case errors.Is(err, cluster.ErrNotLeader):
+		return proto.ErrFailoverReplica
+	case errors.Is(err, cluster.ErrAlone):
+		return "ERR FAILOVER requires connected replicas."
+	case errors.Is(err, context.DeadlineExceeded):
+		return "ERR FAILOVER aborted: no other node took over within the timeout"
+	}
+	return "ERR FAILOVER aborted: " + err.Error()
 }
 
 // millis is ms milliseconds, a positive count, or the longest duration

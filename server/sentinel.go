@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -21,7 +23,9 @@ import (
 // answers to (Config.MasterName). It connects to the leader and, when the
 // leader changes, hears of it on +switch-master as from Sentinel; a
 // connection it keeps to a former leader goes on working, since a
-// follower forwards writes.
+// follower forwards writes. Operators' checks and switches work too:
+// SENTINEL CKQUORUM asks whether a majority of the voters answers, and
+// SENTINEL FAILOVER moves the leadership as FAILOVER does.
 
 // sentinelTimeout bounds each call to another node a SENTINEL command
 // makes.
@@ -201,7 +205,12 @@ func sentinelCommand(c *client, args [][]byte) {
 	switch sub.Name {
 	case "help":
 		c.help("SENTINEL",
+			"CKQUORUM <master-name>", "    Check if the current Sentinel configuration is able to reach the quorum",
+			"    needed to failover a master and the majority needed to authorize the",
+			"    failover.",
 			"GET-MASTER-ADDR-BY-NAME <master-name>", "    Return the ip and port number of the master with that name.",
+			"FAILOVER <master-name>", "    Manually failover a master node without asking for agreement from other",
+			"    Sentinels",
 			"MASTER <master-name>", "    Show the state and info of the specified master.",
 			"MASTERS", "    Show a list of monitored masters and their state.",
 			"MYID", "    Return the ID of the Sentinel instance.",
@@ -250,6 +259,56 @@ func sentinelCommand(c *client, args [][]byte) {
 		for _, in := range sentinels {
 			s.writeSentinel(c, in)
 		}
+	case "ckquorum":
+		s.checkQuorum(ctx, c)
+	case "failover":
+		s.sentinelFailover(c)
+	}
+}
+
+// checkQuorum answers SENTINEL CKQUORUM. The usable sentinels are the
+// voters that answer, this node among them if it votes, and Sentinel's
+// two bounds, the master's quorum and the majority that authorizes a
+// failover, are both the voters' majority: the nodes a leader needs to
+// be elected and to commit.
+func (s *Server) checkQuorum(ctx context.Context, c *client) {
+	voters, usable := 0, 0
+	for _, in := range s.otherMembers(ctx, "") {
+		if in.member.Voter {
+			voters++
+			if !in.down {
+				usable++
+			}
+		}
+	}
+	if usable >= voters/2+1 {
+		c.out.Simple(fmt.Sprintf("OK %d usable Sentinels. Quorum and failover authorization can be reached", usable))
+		return
+	}
+	c.out.Error(fmt.Sprintf("NOQUORUM %d usable Sentinels. "+
+		"Not enough available Sentinels to reach the specified quorum for this master. "+
+		"Not enough available Sentinels to reach the majority and authorize a failover", usable))
+}
+
+// sentinelFailover answers SENTINEL FAILOVER: the leader hands its
+// leadership to the voter furthest ahead in the log, as FAILOVER does,
+// whichever node took the command. Sentinel answers OK and then fails
+// over; presenced answers once another node leads, or with the reason it
+// did not, waiting first for a leader as a write does.
+func (s *Server) sentinelFailover(c *client) {
+	cfg := s.node.Config()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.LeaderWait+2*cfg.ElectionTimeout)
+	defer cancel()
+	var remote *cluster.RemoteError
+	switch err := s.node.Failover(ctx); {
+	case err == nil:
+		c.out.OK()
+	case errors.Is(err, cluster.ErrAlone):
+		c.out.Error("NOGOODSLAVE No suitable replica to promote")
+	case errors.As(err, &remote), errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrUnknownOutcome):
+		c.out.Error(replyError(err))
+	default:
+		c.out.Error(failoverError(err))
 	}
 }
 

@@ -34,6 +34,7 @@ func TestSentinelAnswersFromTheCluster(t *testing.T) {
 		c.expect("-ERR No such master with that name\r\n", "SENTINEL", "REPLICAS", "other")
 		c.expect("-ERR unknown subcommand 'NOSUCH'. Try SENTINEL HELP.\r\n", "SENTINEL", "NOSUCH")
 		c.expect("-ERR wrong number of arguments for 'sentinel|master' command\r\n", "SENTINEL", "MASTER")
+		c.expect("+OK 3 usable Sentinels. Quorum and failover authorization can be reached\r\n", "SENTINEL", "CKQUORUM", "mymaster")
 		if id := bulkBody(t, c.do("SENTINEL", "MYID")); len(id) != 40 || id != runID(s.Node().Config().NodeID) {
 			t.Errorf("SENTINEL MYID = %q", id)
 		}
@@ -244,11 +245,86 @@ func TestSentinelRepliesMatchSentinel(t *testing.T) {
 			{"SENTINEL", "NOSUCH"},
 			{"SENTINEL", "MASTER"},
 			{"SENTINEL", "MASTERS", "x"},
+			{"SENTINEL", "CKQUORUM", "other"},
+			{"SENTINEL", "FAILOVER", "other"},
+			{"SENTINEL", "CKQUORUM"},
+			{"SENTINEL", "FAILOVER", "mymaster", "x"},
 		} {
 			if got, want := do(sut, args...), do(ref, args...); !bytes.Equal(got, want) {
 				t.Errorf("RESP%s: %s: %q, Sentinel %q", proto, formatCommand(argv(args...)), got, want)
 			}
 		}
+	}
+}
+
+// TestSentinelLoneMasterMatchesSentinel compares, byte for byte, a real
+// Sentinel watching a redis-server without replicas and a lone node
+// answering for itself: both can reach their quorum, and neither has a
+// replica to fail over to.
+func TestSentinelLoneMasterMatchesSentinel(t *testing.T) {
+	ref := dial(t, startSentinel(t, redisserver.StartForTest(t, redisserver.Options{}).Addr()).Addr())
+	sut := dial(t, startServer(t).Addr())
+	for _, args := range [][]string{
+		{"SENTINEL", "CKQUORUM", "mymaster"},
+		{"SENTINEL", "FAILOVER", "mymaster"},
+	} {
+		if got, want := sut.do(args...), ref.do(args...); got != want {
+			t.Errorf("%v: %q, Sentinel %q", args, got, want)
+		}
+	}
+}
+
+// TestSentinelFailover checks SENTINEL FAILOVER through go-redis's
+// Sentinel client, sent to a follower and then to the leader: each time
+// the leader hands its leadership over before the reply, and writes go
+// on through the new one.
+func TestSentinelFailover(t *testing.T) {
+	srvs := startCluster(t, 3)
+	ctx := context.Background()
+	for i, via := range []string{"a follower", "the leader"} {
+		l := clusterLeader(t, srvs)
+		node := l
+		if i == 0 {
+			node = clusterFollowers(srvs, l)[0]
+		}
+		rdb := redis.NewSentinelClient(&redis.Options{Addr: node.Addr()})
+		t.Cleanup(func() { rdb.Close() })
+		if err := rdb.Failover(ctx, "mymaster").Err(); err != nil {
+			t.Fatalf("SENTINEL FAILOVER on %s: %v", via, err)
+		}
+		if l.Node().IsLeader() {
+			t.Fatalf("SENTINEL FAILOVER on %s answered while the leader still led", via)
+		}
+		if next := clusterLeader(t, srvs); next == l {
+			t.Fatalf("SENTINEL FAILOVER on %s: the same leader leads again", via)
+		}
+		c := dial(t, node.Addr())
+		c.expect("+OK\r\n", "SET", "k", via)
+		c.expect(bulk(via), "GET", "k")
+	}
+}
+
+// TestSentinelQuorum checks SENTINEL CKQUORUM as the nodes of a 3-node
+// cluster stop: two of three still reach the quorum, one alone does not.
+func TestSentinelQuorum(t *testing.T) {
+	srvs := startCluster(t, 3)
+	survivor := clusterFollowers(srvs, clusterLeader(t, srvs))[0]
+	c := dial(t, survivor.Addr())
+	want := []string{
+		"+OK 2 usable Sentinels. Quorum and failover authorization can be reached\r\n",
+		"-NOQUORUM 1 usable Sentinels. Not enough available Sentinels to reach the specified quorum for this master. " +
+			"Not enough available Sentinels to reach the majority and authorize a failover\r\n",
+	}
+	stopped := 0
+	for _, s := range srvs {
+		if s == survivor {
+			continue
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		c.expect(want[stopped], "SENTINEL", "CKQUORUM", "mymaster")
+		stopped++
 	}
 }
 
