@@ -1,10 +1,16 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/presenced/presenced/server/redisserver"
 )
 
 // TestHyperLogLogGrowthMatchesRedis grows HyperLogLogs from empty until
@@ -36,5 +42,27 @@ func TestHyperLogLogGrowthMatchesRedis(t *testing.T) {
 		if t.Failed() {
 			return
 		}
+	}
+}
+
+// TestPFSelfTestMatchesRedis runs PFSELFTEST on presenced and on
+// redis-server: both pass Redis's checks. It has a test of its own, out
+// of the differential scripts, for the time it takes under the race
+// detector (seconds, where the scripts' replies have ten at most on a
+// loaded machine).
+func TestPFSelfTestMatchesRedis(t *testing.T) {
+	ctx := context.Background()
+	var replies []string
+	for _, addr := range []string{startServer(t).Addr(), redisserver.StartForTest(t, redisserver.Options{}).Addr()} {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 5 * time.Minute, MaxRetries: -1})
+		t.Cleanup(func() { rdb.Close() })
+		reply, err := rdb.Do(ctx, "PFSELFTEST").Text()
+		if err != nil {
+			t.Fatalf("PFSELFTEST on %s: %v", addr, err)
+		}
+		replies = append(replies, reply)
+	}
+	if replies[0] != "OK" || replies[1] != "OK" {
+		t.Errorf("PFSELFTEST: presenced %q, redis-server %q", replies[0], replies[1])
 	}
 }
