@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -68,6 +69,7 @@ func TestFault(t *testing.T) {
 	}
 	t.Logf("nemesis for %v, seed %d (PRESENCED_CHAOS_SEED replays the schedule)", dur, seed)
 	c := startCluster(t, t.TempDir())
+	universe := hllUniverse(t, c.nodes[0].admin)
 	h := newHistory()
 
 	ctx, stopClients := context.WithCancel(context.Background())
@@ -75,7 +77,7 @@ func TestFault(t *testing.T) {
 	for i, n := range c.nodes {
 		for j := range clientsPerNode {
 			w := i*clientsPerNode + j
-			wg.Go(func() { h.add(runClient(ctx, h, n, w, seed+uint64(w)+1)) })
+			wg.Go(func() { h.add(runClient(ctx, h, n, w, seed+uint64(w)+1, universe)) })
 		}
 	}
 	nemErr := runNemesis(c, h, time.Now().Add(dur), rand.New(rand.NewPCG(seed, 0)))
@@ -109,15 +111,15 @@ func TestFault(t *testing.T) {
 }
 
 // runClient issues random operations to n until ctx ends and returns
-// their records.
-func runClient(ctx context.Context, h *history, n *node, w int, seed uint64) []record {
+// their records; universe is the HyperLogLog elements (see hllUniverse).
+func runClient(ctx context.Context, h *history, n *node, w int, seed uint64, universe []string) []record {
 	rdb := newClient(n, 1)
 	defer rdb.Close()
 	rng := rand.New(rand.NewPCG(seed, 0))
 	client := h.newClient()
 	var recs []record
 	for seq := 0; ctx.Err() == nil; seq++ {
-		in := randomInput(rng, int(time.Since(h.begin)/keyPeriod), fmt.Sprintf("w%d.%d", w, seq))
+		in := randomInput(rng, int(time.Since(h.begin)/keyPeriod), fmt.Sprintf("w%d.%d", w, seq), universe)
 		r := invoke(h, rdb, in)
 		r.client, r.node = client, n.id
 		recs = append(recs, r)
@@ -149,11 +151,22 @@ func newClient(n *node, conns int) *redis.Client {
 
 // randomInput picks an operation on one of the keys of generation gen:
 // two counters (INCR, GET), two registers (SET, GET), two bitmaps (SETBIT
-// of 0 or 1, GETBIT, BITCOUNT) and one bitmap whose bits are only set
-// (SETBIT 1, GETBIT, BITCOUNT). SET writes the unique value val.
-func randomInput(rng *rand.Rand, gen int, val string) input {
+// of 0 or 1, GETBIT, BITCOUNT), one bitmap whose bits are only set
+// (SETBIT 1, GETBIT, BITCOUNT) and one HyperLogLog (PFADD of one to three
+// elements of universe, PFCOUNT). SET writes the unique value val.
+func randomInput(rng *rand.Rand, gen int, val string, universe []string) input {
 	p := rng.IntN(100)
-	switch k := rng.IntN(7); {
+	switch k := rng.IntN(8); {
+	case k == 7:
+		in := input{kind: opPFCount, key: fmt.Sprintf("hll:%d", gen)}
+		if p < 50 {
+			in.kind = opPFAdd
+			for range 1 + rng.IntN(3) {
+				i := rng.IntN(len(universe))
+				in.elems, in.mask = append(in.elems, universe[i]), in.mask|1<<i
+			}
+		}
+		return in
 	case k < 2:
 		in := input{kind: opIncr, key: fmt.Sprintf("counter:%d:%d", gen, k)}
 		if p < 40 {
@@ -212,12 +225,25 @@ func invoke(h *history, rdb *redis.Client, in input) record {
 		r.out.n, err = rdb.GetBit(ctx, in.key, in.offset).Result()
 	case opBitCount:
 		r.out.n, err = rdb.BitCount(ctx, in.key, nil).Result()
+	case opPFAdd:
+		r.out.n, err = rdb.PFAdd(ctx, in.key, anys(in.elems)...).Result()
+	case opPFCount:
+		r.out.n, err = rdb.PFCount(ctx, in.key).Result()
 	case opCas:
 		return invokeCas(h, rdb, r)
 	}
 	r.ret = h.now()
 	r.outcome, r.reason = classify(err)
 	return r
+}
+
+// anys returns ss as go-redis's arguments.
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // invokeCas runs a CAS, go-redis's optimistic transaction: WATCH, GET,
@@ -370,9 +396,15 @@ func (c *cluster) healAll() error {
 // the faults are healed, adding the reads to the history, and returns
 // the values read through the first node.
 func finalReads(t *testing.T, c *cluster, h *history) map[string]output {
-	keys := map[string]bool{}
+	// A HyperLogLog is read with PFCOUNT, the rest with GET.
+	keys := map[string]opKind{}
 	for _, r := range h.records {
-		keys[r.in.key] = true
+		if _, seen := keys[r.in.key]; !seen {
+			keys[r.in.key] = opGet
+		}
+		if r.in.kind == opPFAdd || r.in.kind == opPFCount {
+			keys[r.in.key] = opPFCount
+		}
 	}
 	finals := map[string]output{}
 	for i, n := range c.nodes {
@@ -380,8 +412,8 @@ func finalReads(t *testing.T, c *cluster, h *history) map[string]output {
 		defer rdb.Close()
 		client := h.newClient()
 		var recs []record
-		for key := range keys {
-			in := input{kind: opGet, key: key}
+		for key, kind := range keys {
+			in := input{kind: kind, key: key}
 			var r record
 			err := poll(30*time.Second, func(context.Context) bool {
 				r = invoke(h, rdb, in)
@@ -468,10 +500,13 @@ func outDir(t *testing.T) string {
 // checkNoLostWrites checks the final values against the acknowledged
 // writes: a counter holds at least its acknowledged INCRs and at most
 // those and the unknown ones; a grow key has every bit an acknowledged
-// SETBIT set, and no bit that no SETBIT may have set.
+// SETBIT set, and no bit that no SETBIT may have set; a HyperLogLog counts
+// at least the elements acknowledged PFADDs added, and at most those and
+// the unknown ones'.
 func checkNoLostWrites(t *testing.T, h *history, finals map[string]output) {
 	acked, maybe := map[string]int64{}, map[string]int64{}
 	setBits, maybeBits := map[string]map[int64]bool{}, map[string]map[int64]bool{}
+	added, maybeAdded := map[string]uint64{}, map[string]uint64{}
 	for _, r := range h.records {
 		if r.final || !r.in.kind.write() || r.outcome == failed {
 			continue
@@ -482,6 +517,11 @@ func checkNoLostWrites(t *testing.T, h *history, finals map[string]output) {
 			acked[key]++
 		case r.in.kind == opIncr:
 			maybe[key]++
+		case r.in.kind == opPFAdd:
+			maybeAdded[key] |= r.in.mask
+			if r.outcome == ok {
+				added[key] |= r.in.mask
+			}
 		case strings.HasPrefix(key, "grow:"):
 			if maybeBits[key] == nil {
 				setBits[key], maybeBits[key] = map[int64]bool{}, map[int64]bool{}
@@ -519,8 +559,17 @@ func checkNoLostWrites(t *testing.T, h *history, finals map[string]output) {
 			t.Errorf("%s: acknowledged SETBITs lost at offsets %v; bits set that no SETBIT set: %v", key, lost, extra)
 		}
 	}
-	t.Logf("lost-write check: %d counters (%d acknowledged INCRs), %d grow bitmaps (%d acknowledged bits)",
-		len(acked), incrs, len(setBits), bitsSet)
+	var elems int
+	for key, mask := range added {
+		least, most := bits.OnesCount64(mask), bits.OnesCount64(maybeAdded[key])
+		elems += least
+		if got := finals[key].n; got < int64(least) || got > int64(most) {
+			t.Errorf("%s counts %d after acknowledged PFADDs of %d elements, and unknown ones of %d more",
+				key, got, least, most-least)
+		}
+	}
+	t.Logf("lost-write check: %d counters (%d acknowledged INCRs), %d grow bitmaps (%d acknowledged bits), "+
+		"%d HyperLogLogs (%d acknowledged elements)", len(acked), incrs, len(setBits), bitsSet, len(added), elems)
 }
 
 // checkConverged waits until the three nodes report the same applied

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"strconv"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/cespare/xxhash/v2"
@@ -22,15 +23,20 @@ const (
 	opGetBit
 	opBitCount
 	opCas
+	opPFAdd
+	opPFCount
 	numKinds
 )
 
-var kindNames = [numKinds]string{"GET", "SET", "INCR", "SETBIT", "GETBIT", "BITCOUNT", "CAS"}
+var kindNames = [numKinds]string{"GET", "SET", "INCR", "SETBIT", "GETBIT", "BITCOUNT", "CAS", "PFADD", "PFCOUNT"}
 
 func (k opKind) String() string { return kindNames[k] }
 
-// write reports whether k changes the key.
-func (k opKind) write() bool { return k == opSet || k == opIncr || k == opSetBit || k == opCas }
+// write reports whether k changes the key. PFCOUNT, which caches the
+// count it computes in the key, changes nothing the model sees.
+func (k opKind) write() bool {
+	return k == opSet || k == opIncr || k == opSetBit || k == opCas || k == opPFAdd
+}
 
 // input is an operation as a client invoked it.
 type input struct {
@@ -39,6 +45,10 @@ type input struct {
 	offset int64  // SETBIT, GETBIT
 	bit    int    // SETBIT
 	value  string // SET, CAS
+	// elems are PFADD's elements, taken from the HyperLogLog universe
+	// (see hllUniverse), and mask has the bit of each one's place in it.
+	elems []string
+	mask  uint64
 }
 
 // output is an operation's result.
@@ -46,16 +56,18 @@ type output struct {
 	// unknown marks a write whose outcome is unknown: it may or may not
 	// have happened, and any result is accepted.
 	unknown bool
-	n       int64  // INCR's new value, SETBIT's old bit, GETBIT, BITCOUNT
+	n       int64  // INCR's new value, SETBIT's old bit, GETBIT, BITCOUNT, PFADD, PFCOUNT
 	s       string // GET, and the GET of CAS
 	missing bool   // GET of a missing key
 	swapped bool   // CAS's EXEC ran its SET
 }
 
 // state is a key's value: a Redis string, as every command of the
-// workload sees it (bit i of the string is bit 7-i%8 of byte i/8).
+// workload but the HyperLogLog ones sees it (bit i of the string is bit
+// 7-i%8 of byte i/8), or the set of elements a HyperLogLog was given.
 type state struct {
 	v      string
+	elems  uint64 // bits of the HyperLogLog universe
 	exists bool
 	// pending counts the INCRs of unknown outcome that were invoked and
 	// may still take effect (see step).
@@ -73,11 +85,14 @@ var model = porcupine.Model{
 		if !s.exists {
 			return 0
 		}
-		return xxhash.Sum64String(s.v) ^ uint64(s.pending)<<1 | 1
+		return xxhash.Sum64String(s.v) ^ s.elems*0x9e3779b97f4a7c15 ^ uint64(s.pending)<<1 | 1
 	},
 	DescribeOperation: func(in, out any) string { return describe(in.(input), out.(output)) },
 	DescribeState: func(st any) string {
-		if s := st.(state); s.exists {
+		switch s := st.(state); {
+		case s.exists && s.elems != 0:
+			return fmt.Sprintf("elements %b", s.elems)
+		case s.exists:
 			return strconv.Quote(s.v)
 		}
 		return "(nil)"
@@ -118,6 +133,15 @@ func step(s state, in input, out output) (bool, state) {
 		return out.n == bitAt(s.v, in.offset), s
 	case opBitCount:
 		return out.n == popCount(s.v), s
+	case opPFAdd:
+		added := state{elems: s.elems | in.mask, exists: true}
+		changed := int64(0)
+		if !s.exists || added.elems != s.elems {
+			changed = 1
+		}
+		return out.unknown || out.n == changed, added
+	case opPFCount:
+		return out.n == int64(bits.OnesCount64(s.elems)), s
 	case opCas:
 		// WATCH, GET, MULTI, SET, EXEC: the SET runs only if nothing
 		// changed the key since the WATCH, so when it runs the key
@@ -213,6 +237,8 @@ func describe(in input, out output) string {
 		call = fmt.Sprintf("SETBIT %s %d %d", in.key, in.offset, in.bit)
 	case opGetBit:
 		call = fmt.Sprintf("GETBIT %s %d", in.key, in.offset)
+	case opPFAdd:
+		call = fmt.Sprintf("PFADD %s %s", in.key, strings.Join(in.elems, " "))
 	case opCas:
 		seen := strconv.Quote(out.s)
 		if out.missing {

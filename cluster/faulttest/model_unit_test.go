@@ -17,7 +17,7 @@ func op(client int, call, ret int64, in input, out output) porcupine.Operation {
 // rejects the anomalies the fault test looks for: a stale read, a lost
 // acknowledged write, a write that failed definitely but took effect, a
 // compare-and-set (WATCH ... EXEC) that swapped from a value overwritten
-// before.
+// before, a HyperLogLog's stale count or a PFADD that changed it twice.
 func TestModel(t *testing.T) {
 	incr := input{kind: opIncr, key: "c"}
 	get := input{kind: opGet, key: "c"}
@@ -27,6 +27,8 @@ func TestModel(t *testing.T) {
 	reg := input{kind: opGet, key: "r"}
 	set := func(v string) input { return input{kind: opSet, key: "r", value: v} }
 	cas := func(v string) input { return input{kind: opCas, key: "r", value: v} }
+	pfadd := func(mask uint64) input { return input{kind: opPFAdd, key: "h", mask: mask} }
+	pfcount := input{kind: opPFCount, key: "h"}
 	cases := []struct {
 		name string
 		ok   bool
@@ -113,6 +115,27 @@ func TestModel(t *testing.T) {
 			op(0, 0, 1, set("a"), output{}),
 			op(0, 2, 100, cas("b"), output{s: "x", unknown: true}),
 			op(1, 3, 4, reg, output{s: "b"}),
+		}},
+		{"HyperLogLog", true, []porcupine.Operation{
+			op(0, 0, 1, pfcount, output{n: 0}),
+			op(0, 2, 3, pfadd(0b01), output{n: 1}),
+			op(0, 4, 5, pfadd(0b01), output{n: 0}),
+			op(0, 6, 7, pfcount, output{n: 1}),
+			op(1, 8, 9, pfadd(0b11), output{n: 1}),
+			op(1, 10, 11, pfcount, output{n: 2}),
+		}},
+		{"PFADD of an element added before changed the key", false, []porcupine.Operation{
+			op(0, 0, 1, pfadd(0b01), output{n: 1}),
+			op(1, 2, 3, pfadd(0b01), output{n: 1}),
+		}},
+		{"stale PFCOUNT", false, []porcupine.Operation{
+			op(0, 0, 1, pfadd(0b10), output{n: 1}),
+			op(1, 2, 3, pfcount, output{n: 0}),
+		}},
+		{"PFADD of unknown outcome, counted or not", true, []porcupine.Operation{
+			op(0, 0, 100, pfadd(0b100), output{unknown: true}),
+			op(1, 1, 2, pfcount, output{n: 0}),
+			op(1, 3, 4, pfcount, output{n: 1}),
 		}},
 		{"bit cleared", false, []porcupine.Operation{
 			op(0, 0, 1, setbit(3, 1), output{n: 0}),
