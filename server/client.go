@@ -688,7 +688,8 @@ func (b *sharedBarrier) wait() error {
 // goroutines at any time, and the commands that wait for other nodes
 // (RAFT, FAILOVER, SENTINEL, and INFO, ROLE and WAIT, which ask the
 // followers how far they applied) or another server (MIGRATE), or run
-// long (PFSELFTEST), which would hold up every connection of the loop
+// long (PFSELFTEST, and SYNC, which writes the whole dataset to its
+// connection), which would hold up every connection of the loop
 // meanwhile. A nil spec, an unknown command, is answered by the loop.
 func needsGoroutine(spec *proto.Spec, args [][]byte) bool {
 	if spec == nil {
@@ -697,7 +698,7 @@ func needsGoroutine(spec *proto.Spec, args [][]byte) bool {
 	switch spec.Name {
 	case "client":
 		return len(args) > 1 && strings.EqualFold(string(args[1]), "tracking")
-	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor", "raft", "failover", "info", "role", "wait", "sentinel", "migrate", "pfselftest":
+	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor", "raft", "failover", "info", "role", "wait", "sentinel", "migrate", "pfselftest", "sync":
 		return true
 	}
 	return false

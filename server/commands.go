@@ -55,6 +55,8 @@ func init() {
 		"bgsave":       bgsave,
 		"bgrewriteaof": bgrewriteaof,
 		"lastsave":     lastsave,
+		"sync":         syncCommand,
+		"replconf":     replconf,
 		"slowlog":      slowlogCommand,
 		"pfselftest":   pfselftest,
 
