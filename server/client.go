@@ -735,7 +735,9 @@ func (c *client) account(cmds []store.Command, first, mark int, took time.Durati
 // commandstats, under what statOf says: failed of them answered an error,
 // and they took usec in all. A subcommand with the wrong number of
 // arguments counts as rejected, as in Redis, which checks it before
-// running it.
+// running it. The calls it runs also go into the command's latency
+// histogram, and into the latency monitor's events when they took
+// latency-monitor-threshold or longer.
 func (c *client) record(spec *proto.Spec, args [][]byte, calls, failed, usec int64) {
 	stat := statOf(spec, args)
 	switch {
@@ -748,6 +750,13 @@ func (c *client) record(spec *proto.Spec, args [][]byte, calls, failed, usec int
 		ct.usec.Add(usec)
 		if failed > 0 {
 			ct.failed.Add(failed)
+		}
+		cfg, per := c.s.settings.current(), usec/calls
+		if cfg.LatencyTracking {
+			c.s.latency.record(stat.Stat, per, calls)
+		}
+		if ms := per / 1000; cfg.LatencyMonitorThreshold > 0 && ms >= cfg.LatencyMonitorThreshold {
+			c.s.events.add(commandEvent(stat), ms)
 		}
 	}
 }

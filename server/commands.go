@@ -58,6 +58,7 @@ func init() {
 		"sync":         syncCommand,
 		"replconf":     replconf,
 		"slowlog":      slowlogCommand,
+		"latency":      latencyCommand,
 		"pfselftest":   pfselftest,
 
 		"subscribe":    subscribeCommand,

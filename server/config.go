@@ -38,6 +38,17 @@ type Config struct {
 	// SlowlogMaxLen is slowlog-max-len: the most entries the slow log
 	// keeps, the newest.
 	SlowlogMaxLen int64
+	// LatencyTracking is latency-tracking: whether each command's times
+	// are kept for LATENCY HISTOGRAM and INFO latencystats (see
+	// latency.go).
+	LatencyTracking bool
+	// LatencyPercentiles is latency-tracking-info-percentiles: the
+	// percentiles of each command's times INFO latencystats reports.
+	LatencyPercentiles []float64
+	// LatencyMonitorThreshold is latency-monitor-threshold: the least
+	// time, in milliseconds, a command takes to be a latency event for
+	// LATENCY (see latencymonitor.go); 0 records none.
+	LatencyMonitorThreshold int64
 	// TrackingTableMaxKeys is tracking-table-max-keys: the most keys
 	// CLIENT TRACKING remembers for the clients that read them; past it,
 	// the server invalidates keys to make room (0: no bound).
@@ -115,6 +126,8 @@ func DefaultConfig() Config {
 		SlowlogSlowerThan:    10000,
 		SlowlogMaxLen:        128,
 		TrackingTableMaxKeys: 1000000,
+		LatencyTracking:      true,
+		LatencyPercentiles:   []float64{50, 99, 99.9},
 		Cluster:              cluster.DefaultConfig(),
 		History:              DefaultHistoryConfig(),
 		MasterName:           "mymaster",

@@ -86,8 +86,9 @@ func (st *stats) merge(c *client) {
 
 // resetStats zeroes the counters INFO reports, as Redis's CONFIG
 // RESETSTAT does: every command's calls, time, rejected and failed
-// calls, the connections received and rejected, the keys expired, the
-// keyspace hits and misses, and the error replies.
+// calls and their latency histograms, the connections received and
+// rejected, the keys expired, the keyspace hits and misses, and the error
+// replies.
 func (s *Server) resetStats() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,6 +103,7 @@ func (s *Server) resetStats() {
 	for i := range s.stats.counters {
 		s.stats.counters[i].reset()
 	}
+	s.latency.reset()
 	for c := range s.mu.clients {
 		for i := range c.counters {
 			c.counters[i].reset()
@@ -535,6 +537,7 @@ func infoCommand(c *client, args [][]byte) {
 		{"cpu", true, c.s.infoCPU},
 		{"errorstats", true, c.s.infoErrorStats},
 		{"commandstats", false, c.s.infoCommandStats},
+		{"latencystats", false, c.s.infoLatencyStats},
 		{"keyspace", true, c.s.infoKeyspace},
 		{"history", true, c.s.infoHistory},
 	}

@@ -437,8 +437,8 @@ func TestInfo(t *testing.T) {
 		t.Errorf("INFO keyspace clients sections %q", sections)
 	}
 	sections, _ = infoFields(t, c.do("INFO", "everything"))
-	if len(sections) != 11 {
-		t.Errorf("INFO everything sections %q, want all eleven", sections)
+	if len(sections) != 12 {
+		t.Errorf("INFO everything sections %q, want all twelve", sections)
 	}
 	c.expect("$0\r\n\r\n", "INFO", "nosection")
 }

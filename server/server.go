@@ -36,6 +36,8 @@ type Server struct {
 	settings settings
 	stats    stats
 	slowlog  slowlog
+	latency  *latencyTracker
+	events   latencyEvents
 	pubsub   hub
 	monitors monitorHub
 	tracking tracking
@@ -72,6 +74,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{store: store.New(), quit: make(chan struct{}), shutdown: make(chan struct{})}
 	s.stats.counters = make([]counter, len(proto.Counted))
+	s.latency = newLatencyTracker()
 	s.settings.init(cfg)
 	s.watchBitEvents()
 	s.tracking.init(s)

@@ -89,6 +89,37 @@ var parameters = []parameter{
 			c.NotifyKeyspaceEvents = flags
 			return ""
 		}},
+	{name: "latency-tracking",
+		get: func(c *Config) string { return yesNo(c.LatencyTracking) },
+		set: func(c *Config, v string) string {
+			switch strings.ToLower(v) {
+			case "yes":
+				c.LatencyTracking = true
+			case "no":
+				c.LatencyTracking = false
+			default:
+				return "argument must be 'yes' or 'no'"
+			}
+			return ""
+		}},
+	{name: "latency-tracking-info-percentiles",
+		get: func(c *Config) string {
+			var ps []string
+			for _, p := range c.LatencyPercentiles {
+				ps = append(ps, formatPercentile(p))
+			}
+			return strings.Join(ps, " ")
+		},
+		set: func(c *Config, v string) string {
+			ps, msg := parsePercentiles(v)
+			if msg == "" {
+				c.LatencyPercentiles = ps
+			}
+			return msg
+		}},
+	{name: "latency-monitor-threshold",
+		get: func(c *Config) string { return strconv.FormatInt(c.LatencyMonitorThreshold, 10) },
+		set: intSetter(0, 1<<63-1, func(c *Config, n int64) { c.LatencyMonitorThreshold = n })},
 	{name: "tracking-table-max-keys",
 		get: func(c *Config) string { return strconv.FormatInt(c.TrackingTableMaxKeys, 10) },
 		set: intSetter(0, 1<<63-1, func(c *Config, n int64) { c.TrackingTableMaxKeys = n })},
