@@ -116,6 +116,10 @@ type Config struct {
 
 	// LogOutput receives raft's log; nil means standard error.
 	LogOutput io.Writer
+	// LogWritten, when set, is told how long each write to the raft log
+	// took, its flush included with AppendFsync always; the server's
+	// latency monitor records the slow ones.
+	LogWritten func(time.Duration)
 	// LogLevel is the least severe raft log level written: "trace",
 	// "debug", "info", "warn" or "error".
 	LogLevel string

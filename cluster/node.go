@@ -277,7 +277,7 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
 	if !n.cfg.AppendOnly {
 		mem := raft.NewInmemStore()
-		n.logWrites = &timedLogs{LogStore: mem}
+		n.logWrites = &timedLogs{LogStore: mem, written: n.cfg.LogWritten}
 		return n.logWrites, mem, newMemSnapshots(), nil
 	}
 	if err := os.MkdirAll(n.cfg.Dir, 0o755); err != nil {
@@ -303,7 +303,7 @@ func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotS
 		return nil, nil, nil, fmt.Errorf("cluster: opening raft log %s: %w", path, err)
 	}
 	n.bolt = bolt
-	n.logWrites = &timedLogs{LogStore: bolt}
+	n.logWrites = &timedLogs{LogStore: bolt, written: n.cfg.LogWritten}
 	logs, err := raft.NewLogCache(logCacheSize, n.logWrites)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("cluster: %w", err)

@@ -1129,3 +1129,27 @@ func TestWatchLeader(t *testing.T) {
 	default:
 	}
 }
+
+// TestLogWritten checks that Config.LogWritten is told of the writes to
+// the raft log: of one at least for each batch applied, and never of more
+// than the node counts.
+func TestLogWritten(t *testing.T) {
+	var told atomic.Int64
+	c := newTestCluster(t, 1, func(cfg *Config) {
+		cfg.LogWritten = func(time.Duration) { told.Add(1) }
+	})
+	n := c.nodes[0].node
+	before := told.Load()
+	var out store.Replies
+	for i := range 5 {
+		if err := n.Apply([]store.Command{cmd(0, "SET", "k", fmt.Sprint(i))}, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A write is counted before LogWritten is told of it, and ticks
+	// write meanwhile: read what it was told first.
+	got := told.Load()
+	if writes := n.Stats().LogWrites; got-before < 5 || uint64(got) > writes {
+		t.Errorf("LogWritten told %d times (%d before 5 writes); the node counts %d log writes", got, before, writes)
+	}
+}

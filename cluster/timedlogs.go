@@ -14,8 +14,9 @@ import (
 // write's latency, one after the other.
 type timedLogs struct {
 	raft.LogStore
-	writes atomic.Uint64
-	nanos  atomic.Int64
+	writes  atomic.Uint64
+	nanos   atomic.Int64
+	written func(time.Duration) // Config.LogWritten, if set
 }
 
 // StoreLog implements raft.LogStore.
@@ -27,8 +28,12 @@ func (t *timedLogs) StoreLog(l *raft.Log) error {
 func (t *timedLogs) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
 	err := t.LogStore.StoreLogs(logs)
-	t.nanos.Add(int64(time.Since(start)))
+	took := time.Since(start)
+	t.nanos.Add(int64(took))
 	t.writes.Add(1)
+	if t.written != nil {
+		t.written(took)
+	}
 	return err
 }
 

@@ -755,9 +755,7 @@ func (c *client) record(spec *proto.Spec, args [][]byte, calls, failed, usec int
 		if cfg.LatencyTracking {
 			c.s.latency.record(stat.Stat, per, calls)
 		}
-		if ms := per / 1000; cfg.LatencyMonitorThreshold > 0 && ms >= cfg.LatencyMonitorThreshold {
-			c.s.events.add(commandEvent(stat), ms)
-		}
+		c.s.events.addIfSlow(commandEvent(stat), time.Duration(per)*time.Microsecond, cfg)
 	}
 }
 

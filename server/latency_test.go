@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/presenced/presenced/server/redisserver"
 )
@@ -219,5 +220,51 @@ func TestLatencyHistogramMatchesRedis(t *testing.T) {
 	}
 	if got, want := stats(sut), stats(ref); !slices.Equal(got, want) {
 		t.Errorf("INFO latencystats:\n%q\nredis-server:\n%q", got, want)
+	}
+}
+
+// TestLatencyEventsOfLogAndExpiry checks the events presenced's own slow
+// work makes, above latency-monitor-threshold: a raft log write is
+// aof-fsync-always with appendfsync always and aof-write-alone with
+// everysec, none with appendonly no; an expiry is expire-cycle; and
+// DOCTOR gives Redis's advice for each.
+func TestLatencyEventsOfLogAndExpiry(t *testing.T) {
+	for _, c := range []struct {
+		appendOnly bool
+		fsync      string
+		events     string
+		advice     []string
+	}{
+		{true, "always", "aof-fsync-always expire-cycle", []string{"Your fsync policy is set to 'always'", "large objects"}},
+		{true, "everysec", "aof-write-alone expire-cycle", []string{"use local disks", "SSD disks", "data=writeback", "large objects"}},
+		{false, "always", "expire-cycle", []string{"large objects"}},
+	} {
+		srv := startServer(t, func(cfg *Config) {
+			cfg.Cluster.AppendOnly, cfg.Cluster.AppendFsync = c.appendOnly, c.fsync
+		})
+		conn := dial(t, srv.Addr())
+		conn.expect("+OK\r\n", "CONFIG", "SET", "latency-monitor-threshold", "10000")
+		// Far above what the node's own writes and expiries take.
+		srv.logWritten(9999 * time.Millisecond) // under the threshold
+		srv.logWritten(15 * time.Second)
+		srv.expiryTook(12 * time.Second)
+		_, elems, _ := arrayElements([]byte(conn.do("LATENCY", "LATEST")))
+		var events []string
+		for _, e := range elems {
+			_, fields, _ := arrayElements(e)
+			events = append(events, bulkBody(t, string(fields[0])))
+			if worst := string(fields[3]); !slices.Contains([]string{":15000\r\n", ":12000\r\n"}, worst) {
+				t.Errorf("%s: worst %q", events[len(events)-1], worst)
+			}
+		}
+		if got := strings.Join(events, " "); got != c.events {
+			t.Errorf("appendonly %v, appendfsync %s: events %q, want %q", c.appendOnly, c.fsync, got, c.events)
+		}
+		doctor := bulkBody(t, conn.do("LATENCY", "DOCTOR"))
+		for _, a := range c.advice {
+			if !strings.Contains(doctor, a) {
+				t.Errorf("appendonly %v, appendfsync %s: DOCTOR gives no advice on %q:\n%s", c.appendOnly, c.fsync, a, doctor)
+			}
+		}
 	}
 }

@@ -8,16 +8,26 @@ import (
 	"sync"
 	"time"
 
+	"github.com/presenced/presenced/cluster"
 	"github.com/presenced/presenced/proto"
 )
 
-// The latency monitor is Redis's: with latency-monitor-threshold set, a
-// command that takes that many milliseconds or more is a latency event,
-// "fast-command" for the commands Redis flags fast and "command" for the
-// others, and each event keeps its latest samples, one a second, and its
-// worst ever, for LATENCY LATEST, HISTORY, GRAPH, DOCTOR and RESET. The
-// events Redis has for its forks, AOF and eviction, which presenced does
-// not have, never occur here.
+// The latency monitor is Redis's: with latency-monitor-threshold set,
+// whatever takes that many milliseconds or more is a latency event, and
+// each event keeps its latest samples, one a second, and its worst ever,
+// for LATENCY LATEST, HISTORY, GRAPH, DOCTOR and RESET. The events are
+// Redis's names for presenced's work of the same kind:
+//
+//   - "command", and "fast-command" for the commands Redis flags fast: a
+//     command's time, as SLOWLOG has it;
+//   - "aof-fsync-always": a write to the raft log with appendfsync always,
+//     its flush included, as Redis's flush of its AOF;
+//   - "aof-write-alone": a write to the raft log with everysec or no, as
+//     Redis's write of its AOF with no fsync or child in the way;
+//   - "expire-cycle": the expiry of the keys and bits whose time passed,
+//     at the start of an entry's apply, as Redis's active expiry cycle.
+//
+// Redis's events about forks and eviction never occur here.
 
 // latencySamples is how many samples an event keeps, as LATENCY_TS_LEN.
 const latencySamples = 160
@@ -40,6 +50,34 @@ type latencySeries struct {
 type latencyEvents struct {
 	mu     sync.Mutex
 	byName map[string]*latencySeries
+}
+
+// addIfSlow records event if it took d, latency-monitor-threshold or
+// more by cfg.
+func (ev *latencyEvents) addIfSlow(event string, d time.Duration, cfg *Config) {
+	if ms := d.Milliseconds(); cfg.LatencyMonitorThreshold > 0 && ms >= cfg.LatencyMonitorThreshold {
+		ev.add(event, ms)
+	}
+}
+
+// logWritten is the node's Config.LogWritten: a slow write to the raft log
+// is an AOF event, with appendonly yes; with no, the log is in memory.
+func (s *Server) logWritten(d time.Duration) {
+	cfg := s.settings.current()
+	if !cfg.Cluster.AppendOnly {
+		return
+	}
+	event := "aof-write-alone"
+	if cfg.Cluster.AppendFsync == cluster.FsyncAlways {
+		event = "aof-fsync-always"
+	}
+	s.events.addIfSlow(event, d, cfg)
+}
+
+// expiryTook is the store's expiry observer: a slow expiry is an
+// expire-cycle event.
+func (s *Server) expiryTook(d time.Duration) {
+	s.events.addIfSlow("expire-cycle", d, s.settings.current())
 }
 
 // commandEvent is the event a command's latency counts under.
@@ -264,7 +302,7 @@ func (s *Server) latencyReport() string {
 		return "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n"
 	}
 	var b strings.Builder
-	var slowlogEnabled, slowlogTuning, slowlogInspect, scheduler, largeObjects, disableTHP bool
+	var slowlogEnabled, slowlogTuning, slowlogInspect, scheduler, localDisk, ssd, dataWriteback, relaxFsync, largeObjects, disableTHP bool
 	advices := 0
 	now := time.Now().Unix()
 	for i, name := range names {
@@ -289,6 +327,17 @@ func (s *Server) latencyReport() string {
 		case "fast-command":
 			scheduler = true
 			advices++
+		case "aof-write-alone":
+			localDisk, dataWriteback, ssd = true, true, true
+			advices += 3
+		case "aof-fsync-always":
+			relaxFsync = true
+			advices++
+		case "expire-cycle":
+			// Redis also advises a higher hz, which here is the log's
+			// tick and cannot be set.
+			largeObjects = true
+			advices += 2
 		}
 		b.WriteString("\n")
 	}
@@ -321,6 +370,18 @@ func (s *Server) latencyReport() string {
 			"  3) Check if you have a \"noisy neighbour\" problem.\n" +
 			"  4) Check with 'redis-cli --intrinsic-latency 100' what is the intrinsic latency in your system.\n" +
 			"  5) Check if the problem is allocator-related by recompiling Redis with MALLOC=libc, if you are using Jemalloc. However this may create fragmentation problems.\n")
+	}
+	if localDisk {
+		b.WriteString("- It is strongly advised to use local disks for persistence, especially if you are using AOF. Remote disks provided by platform-as-a-service providers are known to be slow.\n")
+	}
+	if ssd {
+		b.WriteString("- SSD disks are able to reduce fsync latency, and total time needed for snapshotting and AOF log rewriting (resulting in smaller memory usage and smaller final AOF rewrite buffer flushes). With extremely high write load SSD disks can be a good option. However Redis should perform reasonably with high load using normal disks. Use this advice as a last resort.\n")
+	}
+	if dataWriteback {
+		b.WriteString("- Mounting ext3/4 filesystems with data=writeback can provide a performance boost compared to data=ordered, however this mode of operation provides less guarantees, and sometimes it can happen that after a hard crash the AOF file will have a half-written command at the end and will require to be repaired before Redis restarts.\n")
+	}
+	if relaxFsync && cfg.Cluster.AppendFsync == cluster.FsyncAlways {
+		b.WriteString("- Your fsync policy is set to 'always'. It is very hard to get good performances with such a setup, if possible try to relax the fsync policy to 'onesec'.\n")
 	}
 	if largeObjects {
 		b.WriteString("- Deleting, expiring or evicting (because of maxmemory policy) large objects is a blocking operation. If you have very large objects that are often deleted, expired, or evicted, try to fragment those objects into multiple smaller objects.\n")

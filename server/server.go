@@ -81,6 +81,8 @@ func New(cfg Config) (*Server, error) {
 	s.mu.clients = make(map[*client]struct{})
 	cc := cfg.Cluster
 	cc.Password = func() string { return s.settings.config().RequirePass }
+	cc.LogWritten = s.logWritten
+	s.store.SetExpiryObserver(s.expiryTook)
 	if cfg.History.Enabled {
 		if err := s.openHistory(cfg); err != nil {
 			return nil, err

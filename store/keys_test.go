@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/presenced/presenced/proto"
 )
@@ -574,4 +575,30 @@ func TestConcurrentReads(t *testing.T) {
 		}
 	}
 	<-done
+}
+
+// TestExpiryObserver checks that the expiry observer is told of every
+// Apply's expiry, and of how long it took: longer when the expiry
+// removed many keys than when it removed none; and nothing once unset.
+func TestExpiryObserver(t *testing.T) {
+	s := New()
+	var took []time.Duration
+	s.SetExpiryObserver(func(d time.Duration) { took = append(took, d) })
+	for i := range 50000 {
+		execAt(s, testNow, 0, []byte("SET"), fmt.Appendf(nil, "k%d", i), []byte("v"), []byte("PX"), []byte("1000"))
+	}
+	took = took[:0]
+	do(s, testNow+1, "SET a b")    // nothing to expire
+	do(s, testNow+2000, "SET a b") // every k expires
+	if n := execAt(s, testNow+2000, 0, []byte("DBSIZE")); n != ":1\r\n" || len(took) != 2 {
+		t.Fatalf("DBSIZE %q after the expiry; observer told %d times, want 2", n, len(took))
+	}
+	if took[1] <= took[0] {
+		t.Errorf("expiring 50000 keys took %v, expiring none %v", took[1], took[0])
+	}
+	s.SetExpiryObserver(nil)
+	do(s, testNow+3000, "SET a c")
+	if len(took) != 2 {
+		t.Errorf("an unset observer was told %d times more", len(took)-2)
+	}
 }

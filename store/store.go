@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/presenced/presenced/proto"
 	"github.com/tidwall/btree"
@@ -117,6 +118,9 @@ type Store struct {
 	// changes counts the sections under the write lock (see lock and
 	// Changes).
 	changes atomic.Uint64
+	// expiryTook is told how long each Apply's expiry took (see
+	// SetExpiryObserver).
+	expiryTook atomic.Pointer[func(time.Duration)]
 	// snapMu serializes Snapshot, whose copies mark what they share.
 	snapMu sync.Mutex
 	mu     struct {
@@ -208,13 +212,33 @@ func (s *Store) startApply(now int64) *ctx {
 	s.mu.expiryLeft = expiryBudget
 	s.stepLocked(now, sink, ksink)
 	s.mu.now = now
+	var begin time.Time
+	took := s.expiryTook.Load()
+	if took != nil {
+		begin = time.Now()
+	}
 	s.expireLocked(now, ksink)
 	s.expireBitsLocked(now, sink)
+	if took != nil {
+		(*took)(time.Since(begin))
+	}
 	h := s.mu.bitHeap
 	s.bitsBehind.Store(len(h) > 0 && passed(h[0].at, unitsUp(now)))
 	c := &s.mu.applyCtx
 	*c = ctx{s: s, now: now, write: true, sink: sink, ksink: ksink, hist: s.mu.hist}
 	return c
+}
+
+// SetExpiryObserver has f told, under the write lock, how long the
+// expiry at the start of each Apply took: the keys and the bits whose
+// time passed by the log's clock, removed. f must be quick and must not
+// call the store; nil (the default) times nothing.
+func (s *Store) SetExpiryObserver(f func(time.Duration)) {
+	if f == nil {
+		s.expiryTook.Store(nil)
+		return
+	}
+	s.expiryTook.Store(&f)
 }
 
 // ApplyEach applies batches in order at time now as one Apply of their
