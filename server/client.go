@@ -420,6 +420,7 @@ func (c *client) readRoom() []byte {
 func (c *client) filled(n, room int, err error) (bool, error) {
 	c.in = c.in[:len(c.in)+n]
 	if n > 0 {
+		c.s.stats.net.read(n)
 		return n == room, nil
 	}
 	if err == nil {
@@ -442,7 +443,9 @@ func (c *client) writeOut() error {
 	if c.box != nil {
 		err = c.box.send(c.out.B)
 	} else {
-		_, err = c.nc.Write(c.out.B)
+		var n int
+		n, err = c.nc.Write(c.out.B)
+		c.s.stats.net.wrote(n)
 	}
 	c.out.Reset()
 	if cap(c.out.B) > maxIdleBuf {
@@ -751,6 +754,7 @@ func (c *client) record(spec *proto.Spec, args [][]byte, calls, failed, usec int
 		if failed > 0 {
 			ct.failed.Add(failed)
 		}
+		c.s.stats.processed.Add(calls)
 		cfg, per := c.s.settings.current(), usec/calls
 		if cfg.LatencyTracking {
 			c.s.latency.record(stat.Stat, per, calls)

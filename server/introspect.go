@@ -33,7 +33,14 @@ const Version = "0.1.0"
 type stats struct {
 	connections atomic.Int64
 	rejected    atomic.Int64
-	counters    []counter // by proto.Spec.Stat
+	// processed counts the commands run since the start, for
+	// instantaneous_ops_per_sec; CONFIG RESETSTAT leaves it alone.
+	processed atomic.Int64
+	// net counts the bytes clients sent and were sent.
+	net netStats
+	// syncs counts the SYNCs answered (sync_full).
+	syncs    atomic.Int64
+	counters []counter // by proto.Spec.Stat
 	// expiredBase is the store's count of expired keys at the latest
 	// CONFIG RESETSTAT: that count is replicated state, which a reset on
 	// one node leaves alone.
@@ -560,22 +567,24 @@ func (s *Server) infoServer(b *strings.Builder) {
 	}
 	up := time.Since(s.started)
 	exe, _ := os.Executable()
-	fmt.Fprintf(b, "# Server\r\nredis_version:%s\r\npresenced_version:%s\r\nredis_mode:standalone\r\nos:%s\r\narch_bits:64\r\ngo_version:%s\r\nprocess_id:%d\r\ntcp_port:%d\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\nhz:%d\r\nexecutable:%s\r\n",
-		redisVersion, Version, runtime.GOOS+" "+runtime.GOARCH, runtime.Version(), os.Getpid(), cfg.Port,
-		int64(up.Seconds()), int64(up.Hours()/24), cfg.hz(), exe)
+	fmt.Fprintf(b, "# Server\r\nredis_version:%s\r\npresenced_version:%s\r\nredis_mode:standalone\r\nos:%s\r\narch_bits:64\r\ngo_version:%s\r\nprocess_id:%d\r\nrun_id:%s\r\ntcp_port:%d\r\nserver_time_usec:%d\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\nhz:%d\r\nconfigured_hz:%d\r\nexecutable:%s\r\nconfig_file:\r\nio_threads_active:0\r\n",
+		redisVersion, Version, runtime.GOOS+" "+runtime.GOARCH, runtime.Version(), os.Getpid(), s.runID, cfg.Port,
+		time.Now().UnixMicro(), int64(up.Seconds()), int64(up.Hours()/24), cfg.hz(), cfg.hz(), exe)
 }
 
 func (s *Server) infoClients(b *strings.Builder) {
 	tracking, _, _, _ := s.tracking.counts()
-	fmt.Fprintf(b, "# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\nblocked_clients:0\r\ntracking_clients:%d\r\n",
+	fmt.Fprintf(b, "# Clients\r\nconnected_clients:%d\r\ncluster_connections:0\r\nmaxclients:%d\r\nblocked_clients:0\r\ntracking_clients:%d\r\n",
 		len(s.clientList()), s.settings.config().MaxClients, tracking)
 }
 
 func (s *Server) infoMemory(b *strings.Builder) {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	fmt.Fprintf(b, "# Memory\r\nused_memory:%d\r\nused_memory_human:%s\r\nused_memory_rss:%d\r\nused_memory_rss_human:%s\r\nused_memory_peak:%d\r\nmem_allocator:go\r\n",
-		m.HeapAlloc, humanBytes(m.HeapAlloc), m.Sys-m.HeapReleased, humanBytes(m.Sys-m.HeapReleased), m.HeapSys)
+	used, rss, peak, total := m.HeapAlloc, m.Sys-m.HeapReleased, m.HeapSys, uint64(totalSystemMemory())
+	fmt.Fprintf(b, "# Memory\r\nused_memory:%d\r\nused_memory_human:%s\r\nused_memory_rss:%d\r\nused_memory_rss_human:%s\r\nused_memory_peak:%d\r\nused_memory_peak_human:%s\r\nused_memory_peak_perc:%.2f%%\r\ntotal_system_memory:%d\r\ntotal_system_memory_human:%s\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:%.2f\r\nmem_fragmentation_bytes:%d\r\nmem_allocator:go\r\n",
+		used, humanBytes(used), rss, humanBytes(rss), peak, humanBytes(peak), float64(used)*100/float64(max(peak, 1)),
+		total, humanBytes(total), float64(rss)/float64(max(used, 1)), int64(rss)-int64(used))
 }
 
 func (s *Server) infoStats(b *strings.Builder) {
@@ -593,9 +602,12 @@ func (s *Server) infoStats(b *strings.Builder) {
 		lookups.Hits -= base.Hits
 		lookups.Misses -= base.Misses
 	}
-	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\nrejected_connections:%d\r\nexpired_keys:%d\r\nkeyspace_hits:%d\r\nkeyspace_misses:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\ntracking_total_keys:%d\r\ntracking_total_items:%d\r\ntracking_total_prefixes:%d\r\ntotal_error_replies:%d\r\n",
-		s.stats.connections.Load(), processed, s.stats.rejected.Load(), s.store.Stats().ExpiredKeys-s.stats.expiredBase.Load(),
-		lookups.Hits, lookups.Misses, channels, patterns, keys, items, prefixes, errorReplies)
+	ops, inKbps, outKbps := s.instantaneous()
+	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\ninstantaneous_ops_per_sec:%d\r\ntotal_net_input_bytes:%d\r\ntotal_net_output_bytes:%d\r\ninstantaneous_input_kbps:%.2f\r\ninstantaneous_output_kbps:%.2f\r\nrejected_connections:%d\r\nsync_full:%d\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:%d\r\nevicted_keys:0\r\nevicted_clients:0\r\nkeyspace_hits:%d\r\nkeyspace_misses:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\ntracking_total_keys:%d\r\ntracking_total_items:%d\r\ntracking_total_prefixes:%d\r\nunexpected_error_replies:0\r\ntotal_error_replies:%d\r\ntotal_reads_processed:%d\r\ntotal_writes_processed:%d\r\n",
+		s.stats.connections.Load(), processed, ops, s.stats.net.in.Load(), s.stats.net.out.Load(), inKbps, outKbps,
+		s.stats.rejected.Load(), s.stats.syncs.Load(), s.store.Stats().ExpiredKeys-s.stats.expiredBase.Load(),
+		lookups.Hits, lookups.Misses, channels, patterns, keys, items, prefixes, errorReplies,
+		s.stats.net.reads.Load(), s.stats.net.writes.Load())
 }
 
 func (s *Server) infoErrorStats(b *strings.Builder) {

@@ -417,6 +417,7 @@ func (c *client) writeRaw() (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	c.s.stats.net.wrote(n)
 	if n < c.out.Len() {
 		c.out.B = c.out.B[:copy(c.out.B, c.out.B[n:])]
 		return false, nil

@@ -82,7 +82,7 @@ func (c *client) setMonitoring(on bool) {
 // it has none.
 func (c *client) openBox(limit int) {
 	if c.box == nil {
-		c.box = newOutbox(c.nc, limit)
+		c.box = newOutbox(c.nc, limit, &c.s.stats.net)
 		c.box.resp3.Store(c.out.RESP3)
 		c.boxRef.Store(c.box)
 		c.s.goFunc(c.box.run)

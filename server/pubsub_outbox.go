@@ -19,6 +19,7 @@ var errOutboxClosed = errors.New("server: subscriber connection closed")
 // a client past its client-output-buffer-limit.
 type outbox struct {
 	nc    net.Conn
+	net   *netStats // where the bytes written are counted
 	limit int
 	wake  chan struct{} // a token when there is something to do
 	done  chan struct{} // closed when run returns
@@ -40,8 +41,8 @@ type outbox struct {
 	}
 }
 
-func newOutbox(nc net.Conn, limit int) *outbox {
-	return &outbox{nc: nc, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
+func newOutbox(nc net.Conn, limit int, counts *netStats) *outbox {
+	return &outbox{nc: nc, net: counts, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // push queues b (copying it) and reports whether it was queued. It never
@@ -153,7 +154,8 @@ func (o *outbox) run() {
 		if !ok {
 			return
 		}
-		_, err := o.nc.Write(b)
+		n, err := o.nc.Write(b)
+		o.net.wrote(n)
 		o.mu.Lock()
 		o.mu.inflight = 0
 		if err != nil {

@@ -182,10 +182,10 @@ func (s *Server) infoReplication(b *strings.Builder) {
 		if st.LeaderAddr == "" {
 			link = "down"
 		}
-		fmt.Fprintf(b, "role:slave\r\nmaster_host:%s\r\nmaster_port:%s\r\nmaster_link_status:%s\r\nmaster_node_id:%s\r\nslave_repl_offset:%d\r\n",
+		fmt.Fprintf(b, "role:slave\r\nmaster_host:%s\r\nmaster_port:%s\r\nmaster_link_status:%s\r\nmaster_node_id:%s\r\nslave_repl_offset:%d\r\nconnected_slaves:0\r\n",
 			host, port, link, st.LeaderID, applied)
 	}
-	fmt.Fprintf(b, "master_repl_offset:%d\r\nraft_state:%s\r\nraft_term:%d\r\nraft_commit_index:%d\r\nraft_applied_index:%d\r\nraft_last_index:%d\r\n",
+	fmt.Fprintf(b, "master_failover_state:no-failover\r\nmaster_repl_offset:%d\r\nraft_state:%s\r\nraft_term:%d\r\nraft_commit_index:%d\r\nraft_applied_index:%d\r\nraft_last_index:%d\r\n",
 		applied, strings.ToLower(st.State), st.Term, st.CommitIndex, applied, st.LastIndex)
 }
 

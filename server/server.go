@@ -6,6 +6,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -38,6 +40,9 @@ type Server struct {
 	slowlog  slowlog
 	latency  *latencyTracker
 	events   latencyEvents
+	instant  instantMetrics
+	// runID is the server's run_id: 40 hex digits drawn at its start.
+	runID    string
 	pubsub   hub
 	monitors monitorHub
 	tracking tracking
@@ -72,7 +77,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{store: store.New(), quit: make(chan struct{}), shutdown: make(chan struct{})}
+	s := &Server{store: store.New(), quit: make(chan struct{}), shutdown: make(chan struct{}), runID: newRunID()}
 	s.stats.counters = make([]counter, len(proto.Counted))
 	s.latency = newLatencyTracker()
 	s.settings.init(cfg)
@@ -97,6 +102,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.node = node
 	return s, nil
+}
+
+// newRunID draws a run_id: 40 hex digits, new at each start, by which
+// clients tell a restarted server, as Redis's.
+func newRunID() string {
+	b := make([]byte, 20)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // openHistory opens the history file in cfg.Dir and has the store record
@@ -147,6 +160,7 @@ func (s *Server) Start() error {
 	s.goFunc(func() { s.acceptLoop(ln, false) })
 	s.goFunc(func() { s.acceptLoop(s.node.PeerListener(), true) })
 	s.goFunc(s.announceSwitches)
+	s.goFunc(s.sampleMetrics)
 	return nil
 }
 

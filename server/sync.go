@@ -52,6 +52,7 @@ func syncCommand(c *client, _ [][]byte) {
 		return
 	}
 	c.closing = true
+	c.s.stats.syncs.Add(1)
 	c.out.B = fmt.Appendf(c.out.B, "$%d\r\n", size)
 	buf := make([]byte, syncChunk)
 	for err == nil {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"syscall"
 )
 
 // anonHugePages returns the bytes of anonymous transparent huge pages the
@@ -26,4 +27,14 @@ func anonHugePages() int64 {
 		}
 	}
 	return 0
+}
+
+// totalSystemMemory returns the machine's memory in bytes, or 0 when it
+// cannot tell.
+func totalSystemMemory() int64 {
+	var info syscall.Sysinfo_t
+	if syscall.Sysinfo(&info) != nil {
+		return 0
+	}
+	return int64(info.Totalram) * int64(info.Unit)
 }
