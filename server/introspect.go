@@ -603,10 +603,10 @@ func (s *Server) infoStats(b *strings.Builder) {
 		lookups.Misses -= base.Misses
 	}
 	ops, inKbps, outKbps := s.instantaneous()
-	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\ninstantaneous_ops_per_sec:%d\r\ntotal_net_input_bytes:%d\r\ntotal_net_output_bytes:%d\r\ninstantaneous_input_kbps:%.2f\r\ninstantaneous_output_kbps:%.2f\r\nrejected_connections:%d\r\nsync_full:%d\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:%d\r\nevicted_keys:0\r\nevicted_clients:0\r\nkeyspace_hits:%d\r\nkeyspace_misses:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\ntracking_total_keys:%d\r\ntracking_total_items:%d\r\ntracking_total_prefixes:%d\r\nunexpected_error_replies:0\r\ntotal_error_replies:%d\r\ntotal_reads_processed:%d\r\ntotal_writes_processed:%d\r\n",
+	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\ninstantaneous_ops_per_sec:%d\r\ntotal_net_input_bytes:%d\r\ntotal_net_output_bytes:%d\r\ninstantaneous_input_kbps:%.2f\r\ninstantaneous_output_kbps:%.2f\r\nrejected_connections:%d\r\nsync_full:%d\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:%d\r\nevicted_keys:0\r\nevicted_clients:0\r\nkeyspace_hits:%d\r\nkeyspace_misses:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:%d\r\ntracking_total_keys:%d\r\ntracking_total_items:%d\r\ntracking_total_prefixes:%d\r\nunexpected_error_replies:0\r\ntotal_error_replies:%d\r\ntotal_reads_processed:%d\r\ntotal_writes_processed:%d\r\n",
 		s.stats.connections.Load(), processed, ops, s.stats.net.in.Load(), s.stats.net.out.Load(), inKbps, outKbps,
 		s.stats.rejected.Load(), s.stats.syncs.Load(), s.store.Stats().ExpiredKeys-s.stats.expiredBase.Load(),
-		lookups.Hits, lookups.Misses, channels, patterns, keys, items, prefixes, errorReplies,
+		lookups.Hits, lookups.Misses, channels, patterns, s.migrateSockets.count(), keys, items, prefixes, errorReplies,
 		s.stats.net.reads.Load(), s.stats.net.writes.Load())
 }
 

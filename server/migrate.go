@@ -26,6 +26,7 @@ const (
 // migration is a parsed MIGRATE.
 type migration struct {
 	addr          string
+	target        string // host:port as the arguments spell them, the socket cache's key
 	db            int64
 	timeout       time.Duration
 	copy, replace bool
@@ -59,7 +60,7 @@ func migrate(c *client, args [][]byte) {
 		c.out.Simple("NOKEY")
 		return
 	}
-	restored, reply := m.send(keys)
+	restored, reply := m.send(&c.s.migrateSockets, keys)
 	if !m.copy && len(restored) > 0 {
 		if failed := c.deleteMigrated(restored); failed != "" && reply == "" {
 			reply = failed
@@ -117,6 +118,7 @@ func parseMigration(args [][]byte) (migration, string) {
 	}
 	m.timeout = time.Duration(min(timeout, int64(time.Duration(1<<62)/time.Millisecond))) * time.Millisecond
 	m.addr = net.JoinHostPort(string(args[1]), strconv.FormatInt(atoi(args[2]), 10))
+	m.target = string(args[1]) + ":" + string(args[2])
 	return m, ""
 }
 
@@ -135,66 +137,85 @@ func atoi(b []byte) int64 {
 	return n
 }
 
-// send sends keys to the target and returns those it restored and the
-// error reply, if any. As Redis does, it tries again once on a fresh
-// connection after a socket error that was no timeout and came before
-// the target answered any key.
-func (m *migration) send(keys []store.Migrated) ([]store.Migrated, string) {
-	restored, reply, retry := m.attempt(keys)
+// send sends keys to the target, on the connection the cache keeps to it
+// or a new one, and returns those it restored and the error reply, if
+// any. As Redis does, it tries again once on a new connection after a
+// socket error that was no timeout and came before the target answered
+// any key: a cached connection the target has closed since meets one.
+func (m *migration) send(cache *migrateSockets, keys []store.Migrated) ([]store.Migrated, string) {
+	restored, reply, retry := m.attempt(cache, keys)
 	if retry {
-		restored, reply, _ = m.attempt(keys)
+		restored, reply, _ = m.attempt(cache, keys)
 	}
 	return restored, reply
 }
 
 // attempt is one try of send; retry reports a failure send may try again.
-func (m *migration) attempt(keys []store.Migrated) (restored []store.Migrated, reply string, retry bool) {
-	conn, err := net.DialTimeout("tcp", m.addr, m.timeout)
-	var dnsErr *net.DNSError
-	var addrErr *net.AddrError
-	switch {
-	case errors.As(err, &dnsErr) || errors.As(err, &addrErr):
-		return nil, errMigrateConnect, false
-	case err != nil:
-		// Redis connects without waiting and learns of a refused or
-		// timed-out connection as it writes.
-		return nil, errMigrateWrite, !isTimeout(err)
+// A connection that failed is closed; one that did not goes back to the
+// cache, remembering the database selected if the target refused no key.
+func (m *migration) attempt(cache *migrateSockets, keys []store.Migrated) (restored []store.Migrated, reply string, retry bool) {
+	mc := cache.take(m.target)
+	if mc == nil {
+		conn, err := net.DialTimeout("tcp", m.addr, m.timeout)
+		var dnsErr *net.DNSError
+		var addrErr *net.AddrError
+		switch {
+		case errors.As(err, &dnsErr) || errors.As(err, &addrErr):
+			return nil, errMigrateConnect, false
+		case err != nil:
+			// Redis connects without waiting and learns of a refused or
+			// timed-out connection as it writes.
+			return nil, errMigrateWrite, !isTimeout(err)
+		}
+		mc = &migrateConn{conn: conn, r: bufio.NewReader(conn), lastDB: -1}
 	}
-	defer conn.Close()
-	conn.SetWriteDeadline(time.Now().Add(m.timeout))
-	if _, err := conn.Write(m.request(keys)); err != nil {
-		return nil, errMigrateWrite, !isTimeout(err)
+	failed := func(reply string, err error) ([]store.Migrated, string, bool) {
+		mc.close()
+		return nil, reply, !isTimeout(err)
 	}
-	r := bufio.NewReader(conn)
+	sel := mc.lastDB != m.db
+	mc.conn.SetWriteDeadline(time.Now().Add(m.timeout))
+	if _, err := mc.conn.Write(m.request(keys, sel)); err != nil {
+		return failed(errMigrateWrite, err)
+	}
 	line := func() (string, error) {
-		conn.SetReadDeadline(time.Now().Add(m.timeout))
-		s, err := r.ReadString('\n')
+		mc.conn.SetReadDeadline(time.Now().Add(m.timeout))
+		s, err := mc.r.ReadString('\n')
 		return strings.TrimRight(s, "\r\n"), err
 	}
-	var auth, sel string
+	var auth, selected string
+	var err error
 	if m.password != nil {
 		if auth, err = line(); err != nil {
-			return nil, errMigrateRead, !isTimeout(err)
+			return failed(errMigrateRead, err)
 		}
 	}
-	if sel, err = line(); err != nil {
-		return nil, errMigrateRead, !isTimeout(err)
+	if sel {
+		if selected, err = line(); err != nil {
+			return failed(errMigrateRead, err)
+		}
 	}
 	for i, k := range keys {
 		got, err := line()
 		if err != nil {
+			mc.close()
 			if reply == "" {
 				return restored, errMigrateRead, i == 0 && !isTimeout(err)
 			}
-			break
+			return restored, reply, false
 		}
-		switch refusal := firstRefusal(auth, sel, got); {
+		switch refusal := firstRefusal(auth, selected, got); {
 		case refusal == "":
 			restored = append(restored, k)
 		case reply == "":
 			reply = errMigrateTarget + refusal[1:]
 		}
 	}
+	mc.lastDB = m.db
+	if reply != "" {
+		mc.lastDB = -1
+	}
+	cache.put(m.target, mc, time.Now())
 	return restored, reply, false
 }
 
@@ -208,9 +229,9 @@ func firstRefusal(replies ...string) string {
 	return ""
 }
 
-// request is what MIGRATE sends: AUTH when asked, SELECT, and a RESTORE
-// of each key.
-func (m *migration) request(keys []store.Migrated) []byte {
+// request is what MIGRATE sends: AUTH when asked, SELECT unless sel is
+// false, and a RESTORE of each key.
+func (m *migration) request(keys []store.Migrated, sel bool) []byte {
 	var w proto.Writer
 	if m.password != nil {
 		if m.user != nil {
@@ -223,9 +244,11 @@ func (m *migration) request(keys []store.Migrated) []byte {
 		}
 		w.Bulk(m.password)
 	}
-	w.Array(2)
-	w.BulkString("SELECT")
-	w.BulkInt(m.db)
+	if sel {
+		w.Array(2)
+		w.BulkString("SELECT")
+		w.BulkInt(m.db)
+	}
 	for _, k := range keys {
 		n := 4
 		if m.replace {

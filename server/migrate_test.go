@@ -2,10 +2,12 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/presenced/presenced/proto"
 	"github.com/presenced/presenced/server/redisserver"
@@ -195,4 +197,56 @@ func TestMigrateFromAFollower(t *testing.T) {
 		t.Errorf("the target holds %q", got)
 	}
 	checkDigests(t, srvs)
+}
+
+// TestMigrateCachesItsConnection runs the same MIGRATEs from a
+// redis-server and from presenced, each to a target of its own, and
+// compares what the targets saw: the connections made to them and the
+// SELECTs sent (none while the database stays the same, one again after
+// the target refused a key), and the connections the sources keep.
+func TestMigrateCachesItsConnection(t *testing.T) {
+	seen := func(src *respConn) string {
+		dst := redisserver.StartForTest(t, redisserver.Options{})
+		_, port, _ := net.SplitHostPort(dst.Addr())
+		target := dial(t, dst.Addr())
+		target.expect("+OK\r\n", "SET", "k5", "there")
+		target.expect("+OK\r\n", "SELECT", "1")
+		target.expect("+OK\r\n", "SET", "k5", "there")
+		for i, db := range []string{"0", "0", "1", "1", "1", "1"} {
+			key := fmt.Sprint("k", i+1)
+			src.expect("+OK\r\n", "SET", key, "v")
+			src.do("MIGRATE", "127.0.0.1", port, key, db, "1000")
+		}
+		_, stats := infoFields(t, target.do("INFO", "stats"))
+		_, commands := infoFields(t, target.do("INFO", "commandstats"))
+		calls, _, _ := strings.Cut(commands["cmdstat_select"], ",")
+		_, source := infoFields(t, src.do("INFO", "stats"))
+		return fmt.Sprintf("connections %s, SELECT %s, cached %s",
+			stats["total_connections_received"], calls, source["migrate_cached_sockets"])
+	}
+	want := seen(dial(t, redisserver.StartForTest(t, redisserver.Options{}).Addr()))
+	if got := seen(dial(t, startServer(t).Addr())); got != want {
+		t.Errorf("the target of presenced saw %s; of redis-server, %s", got, want)
+	}
+}
+
+// TestMigrateSocketsExpire checks that an idle connection MIGRATE keeps
+// is closed once unused for longer than migrateSocketTTL, and not before.
+func TestMigrateSocketsExpire(t *testing.T) {
+	var ms migrateSockets
+	a, b := net.Pipe()
+	t.Cleanup(func() { b.Close() })
+	now := time.Now()
+	ms.put("t:1", &migrateConn{conn: a, lastDB: 0}, now)
+	ms.closeIdle(now.Add(migrateSocketTTL))
+	if ms.count() != 1 {
+		t.Fatalf("a connection idle for exactly the TTL was closed")
+	}
+	ms.closeIdle(now.Add(migrateSocketTTL + time.Second))
+	if ms.count() != 0 {
+		t.Fatalf("a connection idle past the TTL is kept")
+	}
+	if _, err := a.Write([]byte("x")); err == nil {
+		t.Errorf("the expired connection is still open")
+	}
 }

@@ -41,6 +41,8 @@ type Server struct {
 	latency  *latencyTracker
 	events   latencyEvents
 	instant  instantMetrics
+	// migrateSockets are MIGRATE's idle connections to its targets.
+	migrateSockets migrateSockets
 	// runID is the server's run_id: 40 hex digits drawn at its start.
 	runID    string
 	pubsub   hub
@@ -161,6 +163,7 @@ func (s *Server) Start() error {
 	s.goFunc(func() { s.acceptLoop(s.node.PeerListener(), true) })
 	s.goFunc(s.announceSwitches)
 	s.goFunc(s.sampleMetrics)
+	s.goFunc(s.expireMigrateSockets)
 	return nil
 }
 
