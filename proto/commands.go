@@ -629,6 +629,7 @@ var table = []*Spec{
 
 		Subcommands: []*Spec{
 			{Name: "resetstat", Complexity: "O(1)", Arity: 2, Flags: Admin | NoScript | Loading | Stale, Summary: "Reset the stats returned by INFO"},
+			{Name: "rewrite", Since: "2.8.0", Complexity: "O(1)", Arity: 2, Flags: Admin | NoScript | Loading | Stale, Summary: "Rewrite the configuration file with the in memory configuration"},
 			{Name: "help", Since: "5.0.0", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
 			{Name: "get", Complexity: "O(N) when N is the number of configuration parameters provided", History: [][2]string{{"7.0.0", "Added the ability to pass multiple pattern parameters in one call"}}, Arity: -3, Flags: Admin | NoScript | Loading | Stale, Summary: "Get the values of configuration parameters", Syntax: "parameter [parameter ...]"},
 			{Name: "set", Complexity: "O(N) when N is the number of configuration parameters provided", History: [][2]string{{"7.0.0", "Added the ability to set multiple parameters in one call."}}, Arity: -4, Flags: Admin | NoScript | Loading | Stale, Summary: "Set configuration parameters to the given values", Syntax: "parameter value [parameter value ...]"},

@@ -439,11 +439,15 @@ func configCommand(c *client, args [][]byte) {
 	case "resetstat":
 		c.s.resetStats()
 		c.out.OK()
+	case "rewrite":
+		// presenced takes its configuration from flags, never a file.
+		c.out.Error("ERR The server is running without a config file")
 	default:
-		c.help("CONFIG",
+		c.helpEnding("CONFIG", "    Prints this help.",
 			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 			"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
-			"RESETSTAT", "    Reset statistics reported by the INFO command.")
+			"RESETSTAT", "    Reset statistics reported by the INFO command.",
+			"REWRITE", "    Rewrite the configuration file.")
 	}
 }
 

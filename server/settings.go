@@ -124,6 +124,11 @@ var parameters = []parameter{
 		get: func(c *Config) string { return strconv.FormatInt(c.TrackingTableMaxKeys, 10) },
 		set: intSetter(0, 1<<63-1, func(c *Config, n int64) { c.TrackingTableMaxKeys = n })},
 	{name: "hz", get: func(c *Config) string { return strconv.Itoa(c.hz()) }},
+	// presenced sets no memory limit, evicts nothing and keeps idle
+	// clients, as Redis does by default.
+	{name: "maxmemory", get: func(*Config) string { return "0" }},
+	{name: "maxmemory-policy", get: func(*Config) string { return "noeviction" }},
+	{name: "timeout", get: func(*Config) string { return "0" }},
 	{name: "hll-sparse-max-bytes", get: func(*Config) string { return strconv.Itoa(store.HLLSparseMaxBytes) }},
 	{name: "save", get: func(*Config) string { return "" }},
 	{name: "appendonly", get: func(c *Config) string { return yesNo(c.Cluster.AppendOnly) }},
