@@ -303,6 +303,7 @@ var groupNames = map[string]string{
 	"key_empty_string":           "key_or_empty_string",
 	"password_username_password": "authentication",
 	"yes_no":                     "mode",
+	"write_all":                  "mode",
 }
 
 // argTypes maps argument names to their types; names not listed are

@@ -254,6 +254,7 @@ func (c *client) closeConn() {
 func (c *client) kill() {
 	c.killed.Store(true)
 	c.s.forget(c)
+	c.s.pause.nudge() // a paused client stops waiting
 	if c.s.shutdownInLoop(c) {
 		return
 	}
@@ -370,10 +371,14 @@ func (c *client) handleInput(used int) int {
 		if len(args) > 0 {
 			spec = c.lookup(args[0])
 		}
-		if c.loop != nil && needsGoroutine(spec, args) {
+		paused := c.pausedFor(spec, args)
+		if c.loop != nil && (paused || needsGoroutine(spec, args)) {
 			c.argv = c.argv[:mark]
 			c.handingOff = true
 			break
+		}
+		if paused {
+			c.waitPause(spec, args)
 		}
 		used += n
 		if len(args) > 0 {

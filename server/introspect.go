@@ -167,6 +167,11 @@ func clientCommand(c *client, args [][]byte) {
 		clientKill(c, args)
 	case "unblock":
 		clientUnblock(c, args)
+	case "pause":
+		clientPauseCommand(c, args)
+	case "unpause":
+		c.s.pause.unpause()
+		c.out.OK()
 	case "tracking":
 		clientTracking(c, args)
 	case "caching":
@@ -190,6 +195,8 @@ func clientCommand(c *client, args [][]byte) {
 			"    * USER <username>", "      Kill connections authenticated by <username>.",
 			"    * SKIPME (YES|NO)", "      Skip killing current connection (default: yes).",
 			"LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]", "    Return information about client connections.",
+			"UNPAUSE", "    Stop the current client pause, resuming traffic.",
+			"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
 			"SETINFO <option> <value>", "    Set client meta attr. Options are:",
 			"SETNAME <name>", "    Assign the name <name> to the current connection.",
 			"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",

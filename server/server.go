@@ -41,6 +41,7 @@ type Server struct {
 	latency  *latencyTracker
 	events   latencyEvents
 	instant  instantMetrics
+	pause    clientPause
 	// migrateSockets are MIGRATE's idle connections to its targets.
 	migrateSockets migrateSockets
 	// runID is the server's run_id: 40 hex digits drawn at its start.
