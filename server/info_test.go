@@ -42,7 +42,8 @@ var infoLeftOut = map[string][]string{
 		"total_net_repl_input_bytes", "total_net_repl_output_bytes"},
 	"replication": {"master_replid", "master_replid2", "repl_backlog_active", "repl_backlog_first_byte_offset",
 		"repl_backlog_histlen", "repl_backlog_size", "second_repl_offset"},
-	"cpu": {"used_cpu_sys_main_thread", "used_cpu_user_main_thread"},
+	"cpu":     {"used_cpu_sys_main_thread", "used_cpu_user_main_thread"},
+	"cluster": nil,
 }
 
 // TestInfoFieldsMatchRedis checks that each default section of INFO has

@@ -556,6 +556,7 @@ func infoCommand(c *client, args [][]byte) {
 		{"errorstats", true, c.s.infoErrorStats},
 		{"commandstats", false, c.s.infoCommandStats},
 		{"latencystats", false, c.s.infoLatencyStats},
+		{"cluster", true, infoCluster},
 		{"keyspace", true, c.s.infoKeyspace},
 		{"history", true, c.s.infoHistory},
 	}
@@ -648,6 +649,12 @@ func (s *Server) infoCommandStats(b *strings.Builder) {
 		fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
 			proto.Counted[i].FullName(), t.calls, t.usec, per, t.rejected, t.failed)
 	}
+}
+
+// infoCluster is INFO's Cluster section: presenced's replication is its
+// own, not Redis Cluster's, whose commands it does not have.
+func infoCluster(b *strings.Builder) {
+	b.WriteString("# Cluster\r\ncluster_enabled:0\r\n")
 }
 
 func (s *Server) infoKeyspace(b *strings.Builder) {

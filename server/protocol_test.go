@@ -403,7 +403,7 @@ func TestInfo(t *testing.T) {
 	c.expect("+OK\r\n", "SET", "u", "1")
 
 	sections, fields := infoFields(t, c.do("INFO"))
-	if want := []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Errorstats", "Keyspace", "History"}; !equalStrings(sections, want) {
+	if want := []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Errorstats", "Cluster", "Keyspace", "History"}; !equalStrings(sections, want) {
 		t.Errorf("INFO sections %q, want %q", sections, want)
 	}
 	checks := map[string]string{
@@ -437,8 +437,8 @@ func TestInfo(t *testing.T) {
 		t.Errorf("INFO keyspace clients sections %q", sections)
 	}
 	sections, _ = infoFields(t, c.do("INFO", "everything"))
-	if len(sections) != 12 {
-		t.Errorf("INFO everything sections %q, want all twelve", sections)
+	if len(sections) != 13 {
+		t.Errorf("INFO everything sections %q, want all thirteen", sections)
 	}
 	c.expect("$0\r\n\r\n", "INFO", "nosection")
 }
