@@ -1,7 +1,8 @@
 // Package faulttest holds the fault test of presenced's replication: it
 // runs a three-node cluster of real presenced processes, injects faults
 // (SIGKILL and restart, SIGSTOP and SIGCONT, network partitions through
-// TCP proxies between the nodes' raft addresses) while clients write and
+// TCP proxies between the nodes' raft addresses, leadership hand-overs
+// asked with SENTINEL FAILOVER) while clients write and
 // read through every node, and checks the recorded history for
 // linearizability with porcupine, the final state for lost writes, and
 // the replicas for identical digests. The package has no code outside its

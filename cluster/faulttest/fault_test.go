@@ -279,10 +279,11 @@ func invokeCas(h *history, rdb *redis.Client, r record) record {
 
 // runNemesis injects faults in turn until the deadline: it kills the
 // leader and restarts it, stops the leader and resumes it, and cuts a
-// random node off, each for a random while, with a quiet while between
-// faults. Every fault is healed before the next.
+// random node off, each for a random while, and has the leader hand its
+// leadership over, with a quiet while between faults. Every fault is
+// healed before the next.
 func runNemesis(c *cluster, h *history, until time.Time, rng *rand.Rand) error {
-	faults := []func(*cluster, *history, *rand.Rand) error{killLeader, stopLeader, partitionNode}
+	faults := []func(*cluster, *history, *rand.Rand) error{killLeader, stopLeader, partitionNode, handOver}
 	for i := rng.IntN(len(faults)); time.Now().Before(until); i++ {
 		if err := faults[i%len(faults)](c, h, rng); err != nil {
 			return err
@@ -344,6 +345,30 @@ func partitionNode(c *cluster, h *history, rng *rand.Rand) error {
 	e.end = h.now()
 	h.addEvent(e)
 	return err
+}
+
+// handOver has a random node ask for a failover, as an operator does
+// with SENTINEL FAILOVER: the leader hands its leadership to a follower,
+// asked by the follower if the node is one, while clients write. A
+// failover refused (another under way, say) is no failure of the test.
+func handOver(c *cluster, h *history, rng *rand.Rand) error {
+	if _, err := c.waitLeader(leaderTimeout); err != nil {
+		return fmt.Errorf("no leader before a hand-over: %w", err)
+	}
+	n := c.nodes[rng.IntN(len(c.nodes))]
+	rdb := redis.NewClient(&redis.Options{
+		Addr: n.clientAddr, MaxRetries: -1, Protocol: 2, DisableIdentity: true,
+		DialTimeout: time.Second, ReadTimeout: opTimeout, WriteTimeout: opTimeout,
+	})
+	defer rdb.Close()
+	e := event{kind: "handover", node: n.id, start: h.now()}
+	err := rdb.Do(context.Background(), "SENTINEL", "FAILOVER", "mymaster").Err()
+	e.end = h.now()
+	h.addEvent(e)
+	if err != nil {
+		c.t.Logf("hand-over asked of %s: %v", n.id, err)
+	}
+	return nil
 }
 
 // restart starts a killed node and, once it answers, lets other nodes

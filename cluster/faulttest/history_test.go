@@ -207,7 +207,8 @@ func (h *history) stats() string {
 	for _, e := range h.events {
 		perKind[e.kind]++
 	}
-	fmt.Fprintf(&b, "nemesis: %d kills, %d stops, %d partitions\n", perKind["kill"], perKind["stop"], perKind["partition"])
+	fmt.Fprintf(&b, "nemesis: %d kills, %d stops, %d partitions, %d hand-overs\n",
+		perKind["kill"], perKind["stop"], perKind["partition"], perKind["handover"])
 	fmt.Fprintf(&b, "failover (leader kill to first acknowledged write sent after it):")
 	for _, d := range h.failovers() {
 		if d < 0 {
