@@ -328,6 +328,7 @@ var commandArgTypes = map[string]ArgType{
 	"migrate timeout":       ArgInteger,
 	"incrbyfloat increment": ArgDouble,
 	"lcs len":               ArgInteger,
+	"client|pause timeout":  ArgInteger,
 }
 
 // argBuilder turns parsed synopsis nodes into Args.
