@@ -71,14 +71,21 @@ func requestedSpecs(names [][]byte) []*proto.Spec {
 	}
 	out := make([]*proto.Spec, len(names))
 	for i, n := range names {
-		parent, sub, hasSub := strings.Cut(string(n), "|")
-		spec := proto.Lookup([]byte(parent))
-		if spec != nil && hasSub {
-			spec = spec.Sub([]byte(sub))
-		}
-		out[i] = spec
+		out[i] = specNamed(n)
 	}
 	return out
+}
+
+// specNamed returns the command named name, or the subcommand named
+// container|subcommand, whatever the case, as Redis's lookupCommandBySds
+// finds it; nil if there is none.
+func specNamed(name []byte) *proto.Spec {
+	parent, sub, hasSub := strings.Cut(string(name), "|")
+	spec := proto.Lookup([]byte(parent))
+	if spec != nil && hasSub {
+		spec = spec.Sub([]byte(sub))
+	}
+	return spec
 }
 
 // commandList answers COMMAND LIST [FILTERBY MODULE name | ACLCAT

@@ -246,18 +246,11 @@ func (c *client) latencyHistogramCommand(names [][]byte) {
 // subcommand's as container|subcommand, whatever the case; a container
 // brings its subcommands.
 func statsNamed(name []byte) []int {
-	top, sub, isSub := strings.Cut(string(name), "|")
-	spec := proto.Lookup([]byte(top))
-	if spec == nil {
+	spec := specNamed(name)
+	switch {
+	case spec == nil:
 		return nil
-	}
-	if isSub {
-		if s := spec.Sub([]byte(sub)); s != nil && len(spec.Subcommands) > 0 {
-			return []int{s.Stat}
-		}
-		return nil
-	}
-	if len(spec.Subcommands) == 0 {
+	case len(spec.Subcommands) == 0:
 		return []int{spec.Stat}
 	}
 	var stats []int
