@@ -56,6 +56,9 @@ type client struct {
 	// blocked is set while WAIT waits; CLIENT UNBLOCK, from another
 	// connection, clears it and sends unblock whether to answer an error.
 	blocked atomic.Bool
+	// paused is set while a CLIENT PAUSE holds the client up; such a
+	// client counts as blocked, as in Redis.
+	paused  atomic.Bool
 	unblock chan bool
 
 	// peer marks another node's connection: its writes are applied here

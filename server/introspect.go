@@ -412,7 +412,7 @@ func (c *client) describe(now time.Time) string {
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=%d resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.info.name,
 		int64(now.Sub(c.created).Seconds()), int64(now.Sub(c.info.lastActive).Seconds()),
-		clientFlags(c.info.sub+c.info.psub, c.info.monitoring, c.blocked.Load(), tracking), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, redir, c.info.resp, c.info.libName, c.info.libVer)
+		clientFlags(c.info.sub+c.info.psub, c.info.monitoring, c.isBlocked(), tracking), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, redir, c.info.resp, c.info.libName, c.info.libVer)
 }
 
 func configCommand(c *client, args [][]byte) {
@@ -586,8 +586,14 @@ func (s *Server) infoServer(b *strings.Builder) {
 
 func (s *Server) infoClients(b *strings.Builder) {
 	tracking, _, _, _ := s.tracking.counts()
-	fmt.Fprintf(b, "# Clients\r\nconnected_clients:%d\r\ncluster_connections:0\r\nmaxclients:%d\r\nblocked_clients:0\r\ntracking_clients:%d\r\n",
-		len(s.clientList()), s.settings.config().MaxClients, tracking)
+	clients, blocked := s.clientList(), 0
+	for _, c := range clients {
+		if c.isBlocked() {
+			blocked++
+		}
+	}
+	fmt.Fprintf(b, "# Clients\r\nconnected_clients:%d\r\ncluster_connections:0\r\nmaxclients:%d\r\nblocked_clients:%d\r\ntracking_clients:%d\r\n",
+		len(clients), s.settings.config().MaxClients, blocked, tracking)
 }
 
 func (s *Server) infoMemory(b *strings.Builder) {

@@ -120,6 +120,7 @@ func (c *client) waitPause(spec *proto.Spec, args [][]byte) {
 		return
 	}
 	writes := c.mayWrite(spec, args)
+	defer c.paused.Store(false)
 	for {
 		held, end, changed := c.s.pause.holds(writes)
 		if !held || c.killed.Load() {
@@ -129,6 +130,7 @@ func (c *client) waitPause(spec *proto.Spec, args [][]byte) {
 		if c.writeOut() != nil {
 			return
 		}
+		c.paused.Store(true)
 		t := time.NewTimer(time.Until(end))
 		select {
 		case <-t.C:
@@ -140,6 +142,10 @@ func (c *client) waitPause(spec *proto.Spec, args [][]byte) {
 		t.Stop()
 	}
 }
+
+// isBlocked reports whether c waits in WAIT or for a pause to end, for
+// CLIENT LIST's b flag and INFO's blocked_clients.
+func (c *client) isBlocked() bool { return c.blocked.Load() || c.paused.Load() }
 
 // clientPauseCommand answers CLIENT PAUSE timeout [WRITE | ALL], with
 // Redis's checks in Redis's order. A timeout whose end is past the

@@ -13,7 +13,8 @@ import (
 // TestClientPauseMatchesRedis runs the same pauses on presenced and on
 // redis-server and compares what they hold up: with WRITE, a read goes
 // on, a write waits until CLIENT UNPAUSE, after the replies of what its
-// client sent before it; with ALL, a read waits until the pause ends.
+// client sent before it, and counts as a blocked client; with ALL, a
+// read waits until the pause ends.
 func TestClientPauseMatchesRedis(t *testing.T) {
 	run := func(addr string) []string {
 		admin, reader := dial(t, addr), dial(t, addr)
@@ -29,9 +30,15 @@ func TestClientPauseMatchesRedis(t *testing.T) {
 			note("the write was not held: " + reply)
 		}
 		note(reader.do("GET", "k"))
+		blocked := func() string {
+			_, fields := infoFields(t, admin.do("INFO", "clients"))
+			return "blocked_clients " + fields["blocked_clients"]
+		}
+		note(blocked())
 		admin.expect("+OK\r\n", "CLIENT", "UNPAUSE")
 		note(writer.reply(time.Minute))
 		note(reader.do("GET", "k"))
+		note(blocked())
 
 		admin.expect("+OK\r\n", "CLIENT", "PAUSE", "300")
 		begin := time.Now()
