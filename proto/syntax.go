@@ -306,6 +306,12 @@ var groupNames = map[string]string{
 	"write_all":                  "mode",
 }
 
+// commandGroupNames are the names of groups that depend on the command,
+// where groupNames's would not do.
+var commandGroupNames = map[string]string{
+	"client|no-evict on_off": "enabled",
+}
+
 // argTypes maps argument names to their types; names not listed are
 // strings.
 var argTypes = map[string]ArgType{
@@ -493,21 +499,24 @@ func (b *argBuilder) oneOf(alts [][]*synNode) Arg {
 	for i, alt := range alts {
 		members[i] = b.single(alt)
 	}
-	return group(ArgOneOf, members)
+	return b.group(ArgOneOf, members)
 }
 
 func (b *argBuilder) block(members []Arg) Arg {
-	return group(ArgBlock, members)
+	return b.group(ArgBlock, members)
 }
 
-// group builds a OneOf or Block named after its members.
-func group(t ArgType, members []Arg) Arg {
+// group builds a OneOf or Block named after its members, or as
+// commandGroupNames or groupNames rename it.
+func (b *argBuilder) group(t ArgType, members []Arg) Arg {
 	names := make([]string, len(members))
 	for i, m := range members {
 		names[i] = m.Name
 	}
 	name := strings.Join(names, "_")
-	if n, ok := groupNames[name]; ok {
+	if n, ok := commandGroupNames[b.cmd+" "+name]; ok {
+		name = n
+	} else if n, ok := groupNames[name]; ok {
 		name = n
 	}
 	return Arg{Name: name, Type: t, Args: members}

@@ -122,7 +122,8 @@ type client struct {
 		multi                 int
 		sub, psub             int // subscriptions to channels, patterns
 		monitoring            bool
-		resp                  int // the protocol's version, 2 or 3
+		noEvict               bool // CLIENT NO-EVICT on, CLIENT LIST's e flag
+		resp                  int  // the protocol's version, 2 or 3
 	}
 }
 

@@ -169,6 +169,18 @@ func clientCommand(c *client, args [][]byte) {
 		clientUnblock(c, args)
 	case "pause":
 		clientPauseCommand(c, args)
+	case "no-evict":
+		// presenced evicts no client (it has no maxmemory-clients), so
+		// protecting one changes nothing once the mode is checked.
+		on := strings.EqualFold(string(args[2]), "on")
+		if !on && !strings.EqualFold(string(args[2]), "off") {
+			c.out.Error(proto.ErrSyntax)
+			return
+		}
+		c.info.Lock()
+		c.info.noEvict = on
+		c.info.Unlock()
+		c.out.OK()
 	case "unpause":
 		c.s.pause.unpause()
 		c.out.OK()
@@ -196,6 +208,7 @@ func clientCommand(c *client, args [][]byte) {
 			"    * SKIPME (YES|NO)", "      Skip killing current connection (default: yes).",
 			"LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]", "    Return information about client connections.",
 			"UNPAUSE", "    Stop the current client pause, resuming traffic.",
+			"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
 			"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
 			"SETINFO <option> <value>", "    Set client meta attr. Options are:",
 			"SETNAME <name>", "    Assign the name <name> to the current connection.",
@@ -412,7 +425,7 @@ func (c *client) describe(now time.Time) string {
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=%d resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.info.name,
 		int64(now.Sub(c.created).Seconds()), int64(now.Sub(c.info.lastActive).Seconds()),
-		clientFlags(c.info.sub+c.info.psub, c.info.monitoring, c.isBlocked(), tracking), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, redir, c.info.resp, c.info.libName, c.info.libVer)
+		clientFlags(c.info.sub+c.info.psub, c.info.monitoring, c.isBlocked(), tracking, c.info.noEvict), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, redir, c.info.resp, c.info.libName, c.info.libVer)
 }
 
 func configCommand(c *client, args [][]byte) {

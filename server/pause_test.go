@@ -97,3 +97,21 @@ func (c *timedConn) reply(d time.Duration) string {
 	}
 	return string(b)
 }
+
+// TestClientNoEvictFlag checks CLIENT INFO's flags after CLIENT NO-EVICT
+// on and off, against redis-server's.
+func TestClientNoEvictFlag(t *testing.T) {
+	flags := func(addr string) []string {
+		c := dial(t, addr)
+		var out []string
+		for _, mode := range []string{"on", "off"} {
+			c.expect("+OK\r\n", "CLIENT", "NO-EVICT", mode)
+			out = append(out, clientField(bulkBody(t, c.do("CLIENT", "INFO")), "flags"))
+		}
+		return out
+	}
+	got, want := flags(startServer(t).Addr()), flags(redisserver.StartForTest(t, redisserver.Options{}).Addr())
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("flags after NO-EVICT on, off: %q, redis-server %q", got, want)
+	}
+}

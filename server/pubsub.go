@@ -433,9 +433,10 @@ func (c *client) subscribed() bool {
 
 // clientFlags is the flags field of CLIENT LIST for a client with n
 // subscriptions, monitoring or not, blocked or not, with the flags of its
-// tracking: O for a monitor, P for a subscriber, b for a client that WAIT
-// blocks, then the tracking flags, in Redis's order, N for none.
-func clientFlags(n int, monitoring, blocked bool, tracking string) string {
+// tracking, protected from eviction or not: O for a monitor, P for a
+// subscriber, b for a client that WAIT or a pause holds up, then the
+// tracking flags, e for CLIENT NO-EVICT on, in Redis's order, N for none.
+func clientFlags(n int, monitoring, blocked bool, tracking string, noEvict bool) string {
 	flags := ""
 	if monitoring {
 		flags += "O"
@@ -447,6 +448,9 @@ func clientFlags(n int, monitoring, blocked bool, tracking string) string {
 		flags += "b"
 	}
 	flags += tracking
+	if noEvict {
+		flags += "e"
+	}
 	if flags == "" {
 		return "N"
 	}
