@@ -375,14 +375,14 @@ func (c *client) handleInput(used int) int {
 		if len(args) > 0 {
 			spec = c.lookup(args[0])
 		}
-		paused := c.pausedFor(spec, args)
+		paused := c.pausedFor(spec)
 		if c.loop != nil && (paused || needsGoroutine(spec, args)) {
 			c.argv = c.argv[:mark]
 			c.handingOff = true
 			break
 		}
 		if paused {
-			c.waitPause(spec, args)
+			c.waitPause(spec)
 		}
 		used += n
 		if len(args) > 0 {

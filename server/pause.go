@@ -86,25 +86,25 @@ func (p *clientPause) holds(writes bool) (bool, time.Time, <-chan struct{}) {
 	return true, p.end, p.changed
 }
 
-// pausedFor reports whether the pause holds up spec with args on c.
-func (c *client) pausedFor(spec *proto.Spec, args [][]byte) bool {
+// pausedFor reports whether the pause holds up spec on c.
+func (c *client) pausedFor(spec *proto.Spec) bool {
 	if c.peer || spec == nil || !c.s.pause.active.Load() {
 		return false
 	}
-	held, _, _ := c.s.pause.holds(c.mayWrite(spec, args))
+	held, _, _ := c.s.pause.holds(c.mayWrite(spec))
 	return held
 }
 
-// mayWrite reports whether spec with args is a write for CLIENT PAUSE
+// mayWrite reports whether spec is a write for CLIENT PAUSE
 // WRITE: a write command, PUBLISH or PFCOUNT, which Redis flags as may
 // replicate, or EXEC of a transaction that queued one.
-func (c *client) mayWrite(spec *proto.Spec, _ [][]byte) bool {
+func (c *client) mayWrite(spec *proto.Spec) bool {
 	switch {
 	case spec.Flags&proto.Write != 0, spec.Name == "publish", spec.Name == "pfcount":
 		return true
 	case spec.Name == "exec" && c.multi:
 		for _, q := range c.queued {
-			if c.mayWrite(q.spec, q.args) {
+			if c.mayWrite(q.spec) {
 				return true
 			}
 		}
@@ -112,14 +112,14 @@ func (c *client) mayWrite(spec *proto.Spec, _ [][]byte) bool {
 	return false
 }
 
-// waitPause holds c up while the pause holds spec with args, after
+// waitPause holds c up while the pause holds spec, after
 // answering what c sent before it; it returns when the pause ends, the
 // client is killed, or the server closes.
-func (c *client) waitPause(spec *proto.Spec, args [][]byte) {
+func (c *client) waitPause(spec *proto.Spec) {
 	if c.peer || spec == nil {
 		return
 	}
-	writes := c.mayWrite(spec, args)
+	writes := c.mayWrite(spec)
 	defer c.paused.Store(false)
 	for {
 		held, end, changed := c.s.pause.holds(writes)
