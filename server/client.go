@@ -61,6 +61,15 @@ type client struct {
 	paused  atomic.Bool
 	unblock chan bool
 
+	// replyOff and skipNext are CLIENT REPLY OFF and SKIP; skipThis
+	// drops the replies of the command running, the one after SKIP, and
+	// execReplies holds the modes a transaction asked for until EXEC has
+	// answered (see reply.go). muted is set while either drops replies,
+	// for the monitors, which other connections feed.
+	replyOff, skipNext, skipThis bool
+	execReplies                  []replyMode
+	muted                        atomic.Bool
+
 	// peer marks another node's connection: its writes are applied here
 	// or refused, never forwarded again.
 	peer bool
@@ -362,8 +371,10 @@ func (c *client) handleInput(used int) int {
 		c.argv = argv
 		if err != nil {
 			c.flushPending()
+			mark := c.out.Len()
 			c.out.Error("ERR " + err.Error())
 			c.s.stats.countError([]byte("ERR"))
+			c.silence(mark)
 			c.closing = true
 			break
 		}
@@ -385,8 +396,12 @@ func (c *client) handleInput(used int) int {
 			c.waitPause(spec)
 		}
 		used += n
+		c.nextReply()
 		if len(args) > 0 {
 			c.dispatch(spec, args)
+			if len(c.execReplies) > 0 {
+				c.afterExec()
+			}
 			lim = c.limits()
 			if c.track.caching && !c.multi && (spec == nil || spec.Name != "client") {
 				c.track.caching = false // it was for this command, as Redis's CLIENT CACHING
@@ -534,6 +549,7 @@ const maxCachedName = 32
 // it also dooms the transaction, as in Redis.
 func (c *client) reject(spec *proto.Spec, msg string) {
 	c.flushPending()
+	defer c.silence(c.out.Len())
 	if spec != nil {
 		c.counters[spec.Stat].rejected.Add(1)
 	}
@@ -554,6 +570,7 @@ func (c *client) reject(spec *proto.Spec, msg string) {
 // flushPending executes the batched keyspace commands in order: each run
 // of reads on the read path, each run of writes through the Applier.
 func (c *client) flushPending() {
+	mark := c.out.Len()
 	for i := 0; i < len(c.pending); {
 		write := isWrite(c.pending[i].Spec, c.pending[i].Args)
 		j := i + 1
@@ -564,6 +581,7 @@ func (c *client) flushPending() {
 		i = j
 	}
 	c.clearPending()
+	c.silence(mark)
 }
 
 // clearPending empties the batched keyspace commands, which point into
@@ -709,7 +727,7 @@ func needsGoroutine(spec *proto.Spec, args [][]byte) bool {
 	}
 	switch spec.Name {
 	case "client":
-		return len(args) > 1 && strings.EqualFold(string(args[1]), "tracking")
+		return len(args) > 1 && (strings.EqualFold(string(args[1]), "tracking") || strings.EqualFold(string(args[1]), "reply"))
 	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor", "raft", "failover", "info", "role", "wait", "sentinel", "migrate", "pfselftest", "sync":
 		return true
 	}

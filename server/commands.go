@@ -86,6 +86,7 @@ func (c *client) counted(spec *proto.Spec, args [][]byte, run func()) {
 		failed = 1
 		c.s.stats.countError(c.out.B[mark+1:])
 	}
+	c.silence(mark)
 	usec := time.Since(begin).Microseconds()
 	c.record(spec, args, 1, failed, usec)
 	if c.slow(spec, usec) {
@@ -150,6 +151,10 @@ func reset(c *client, _ [][]byte) {
 	c.info.name = ""
 	c.info.Unlock()
 	c.setProtocol(false)
+	// Replies are on again, but, as in Redis, after CLIENT REPLY SKIP
+	// RESET's own reply is left out.
+	c.replyOff, c.skipNext = false, false
+	c.muted.Store(c.skipThis)
 	c.out.Simple("RESET")
 }
 
@@ -350,7 +355,9 @@ func (c *client) queue(spec *proto.Spec, args [][]byte) {
 	}
 	cp := c.queuedArgs[first:len(c.queuedArgs):len(c.queuedArgs)]
 	c.queued = append(c.queued, queuedCommand{spec: spec, args: cp})
-	c.out.Simple("QUEUED")
+	if !c.quiet() {
+		c.out.Simple("QUEUED")
+	}
 }
 
 // The bounds of the chunks queued arguments are copied into (see

@@ -181,6 +181,8 @@ func clientCommand(c *client, args [][]byte) {
 		c.info.noEvict = on
 		c.info.Unlock()
 		c.out.OK()
+	case "reply":
+		clientReply(c, args[2])
 	case "unpause":
 		c.s.pause.unpause()
 		c.out.OK()
@@ -210,6 +212,7 @@ func clientCommand(c *client, args [][]byte) {
 			"UNPAUSE", "    Stop the current client pause, resuming traffic.",
 			"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
 			"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
+			"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 			"SETINFO <option> <value>", "    Set client meta attr. Options are:",
 			"SETNAME <name>", "    Assign the name <name> to the current connection.",
 			"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",

@@ -15,7 +15,7 @@ import (
 type monitorHub struct {
 	active atomic.Int32 // the number of boxes: commands check it alone
 	mu     sync.Mutex
-	boxes  map[*outbox]struct{}
+	boxes  map[*outbox]*client // each with the client it belongs to
 }
 
 // monitorOutputLimit is the most output a monitoring connection may have
@@ -43,12 +43,14 @@ func monitor(c *client, _ [][]byte) {
 	h := &c.s.monitors
 	h.mu.Lock()
 	if h.boxes == nil {
-		h.boxes = map[*outbox]struct{}{}
+		h.boxes = map[*outbox]*client{}
 	}
-	h.boxes[c.box] = struct{}{}
+	h.boxes[c.box] = c
 	h.active.Store(int32(len(h.boxes)))
 	// Confirmed before any command is copied to the connection.
-	c.out.OK()
+	if !c.quiet() {
+		c.out.OK()
+	}
 	c.box.push(c.out.B)
 	c.out.Reset()
 	h.mu.Unlock()
@@ -124,8 +126,10 @@ func (c *client) feed(db int, spec *proto.Spec, args [][]byte) {
 		c.writeOut()
 	}
 	h.mu.Lock()
-	for box := range h.boxes {
-		box.push(line)
+	for box, owner := range h.boxes {
+		if !owner.muted.Load() { // after CLIENT REPLY OFF, as in Redis
+			box.push(line)
+		}
 	}
 	h.mu.Unlock()
 }

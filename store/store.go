@@ -81,6 +81,14 @@ func (r *Replies) AppendFrom(src *Replies, k, n int) {
 	}
 }
 
+// Truncate drops the replies from byte n on, with their ends.
+func (r *Replies) Truncate(n int) {
+	r.B = r.B[:n]
+	for len(r.Ends) > 0 && r.Ends[len(r.Ends)-1] > n {
+		r.Ends = r.Ends[:len(r.Ends)-1]
+	}
+}
+
 // Reset empties r, keeping its buffers.
 func (r *Replies) Reset() {
 	r.Writer.Reset()
