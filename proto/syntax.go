@@ -310,6 +310,7 @@ var groupNames = map[string]string{
 // where groupNames's would not do.
 var commandGroupNames = map[string]string{
 	"client|no-evict on_off": "enabled",
+	"acl|log count_reset":    "operation",
 }
 
 // argTypes maps argument names to their types; names not listed are
@@ -320,7 +321,7 @@ var argTypes = map[string]ArgType{
 	"seconds": ArgInteger, "milliseconds": ArgInteger, "offset": ArgInteger, "start": ArgInteger,
 	"end": ArgInteger, "increment": ArgInteger, "decrement": ArgInteger, "count": ArgInteger,
 	"index": ArgInteger, "index1": ArgInteger, "index2": ArgInteger, "db": ArgInteger,
-	"destination-db": ArgInteger, "cursor": ArgInteger, "protover": ArgInteger,
+	"destination-db": ArgInteger, "bits": ArgInteger, "cursor": ArgInteger, "protover": ArgInteger,
 	"client-id": ArgInteger, "bit": ArgInteger, "port": ArgInteger, "numreplicas": ArgInteger,
 	"ttl": ArgInteger, "frequency": ArgInteger,
 }

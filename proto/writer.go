@@ -28,6 +28,18 @@ func (w *Writer) Bit(on bool) {
 	}
 }
 
+// Double writes a floating-point reply as Redis 7.0 does: C's %.17g, in
+// a bulk string (RESP2) or a double (RESP3).
+func (w *Writer) Double(v float64) {
+	if !w.RESP3 {
+		w.BulkString(strconv.FormatFloat(v, 'g', 17, 64))
+		return
+	}
+	w.B = append(w.B, ',')
+	w.B = strconv.AppendFloat(w.B, v, 'g', 17, 64)
+	w.B = append(w.B, "\r\n"...)
+}
+
 // Bulk writes a bulk string reply.
 func (w *Writer) Bulk(b []byte) { w.B = redcon.AppendBulk(w.B, b) }
 

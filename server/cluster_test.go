@@ -861,7 +861,7 @@ func TestRaftCommandErrors(t *testing.T) {
 	}
 	help := c.do("RAFT", "HELP")
 	if !strings.HasPrefix(help, "*") || !strings.Contains(help, "+RAFT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n") ||
-		!strings.HasSuffix(help, "+HELP\r\n+    Print this help.\r\n") {
+		!strings.HasSuffix(help, "+HELP\r\n+    Prints this help.\r\n") {
 		t.Errorf("RAFT HELP: %q", help)
 	}
 	if rc != nil {

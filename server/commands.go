@@ -27,6 +27,7 @@ func init() {
 		"auth":      auth,
 		"hello":     hello,
 		"select":    selectDB,
+		"acl":       aclCommand,
 		"client":    clientCommand,
 		"command":   commandCommand,
 		"config":    configCommand,
@@ -159,11 +160,15 @@ func reset(c *client, _ [][]byte) {
 }
 
 // checkPassword reports whether user and pass are the default user's
-// credentials. Without requirepass the default user has no password, and
-// Redis accepts any.
-func (c *client) checkPassword(user, pass []byte) bool {
+// credentials, and records a failure of cmd for ACL LOG. Without requirepass
+// the default user has no password, and Redis accepts any.
+func (c *client) checkPassword(cmd, user, pass []byte) bool {
 	want := c.s.settings.config().RequirePass
-	return string(user) == "default" && (want == "" || subtle.ConstantTimeCompare(pass, []byte(want)) == 1)
+	if string(user) == "default" && (want == "" || subtle.ConstantTimeCompare(pass, []byte(want)) == 1) {
+		return true
+	}
+	c.s.aclLog.authFailed(c, cmd, string(user))
+	return false
 }
 
 func auth(c *client, args [][]byte) {
@@ -180,7 +185,7 @@ func auth(c *client, args [][]byte) {
 		c.out.Error(proto.ErrSyntax)
 		return
 	}
-	if !c.checkPassword(user, pass) {
+	if !c.checkPassword(args[0], user, pass) {
 		c.out.Error(proto.ErrWrongPass)
 		return
 	}
@@ -209,7 +214,7 @@ func hello(c *client, args [][]byte) {
 		more := len(args) - i - 1
 		switch {
 		case strings.EqualFold(string(args[i]), "AUTH") && more >= 2:
-			if !c.checkPassword(args[i+1], args[i+2]) {
+			if !c.checkPassword(args[0], args[i+1], args[i+2]) {
 				c.out.Error(proto.ErrWrongPass)
 				return
 			}
@@ -565,19 +570,13 @@ func (c *client) subcommand(args [][]byte) *proto.Spec {
 	return nil
 }
 
-// help writes a HELP reply in Redis's layout.
+// help writes a HELP reply in Redis's layout, HELP itself last.
 func (c *client) help(cmd string, lines ...string) {
-	c.helpEnding(cmd, "    Print this help.", lines...)
-}
-
-// helpEnding is help with ending, rather than Redis's usual words, as the
-// description of HELP itself (SLOWLOG's has its own).
-func (c *client) helpEnding(cmd, ending string, lines ...string) {
 	c.out.Array(len(lines) + 3)
 	c.out.Simple(cmd + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
 	for _, l := range lines {
 		c.out.Simple(l)
 	}
 	c.out.Simple("HELP")
-	c.out.Simple(ending)
+	c.out.Simple("    Prints this help.")
 }

@@ -210,14 +210,14 @@ func clientCommand(c *client, args [][]byte) {
 			"    * SKIPME (YES|NO)", "      Skip killing current connection (default: yes).",
 			"LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]", "    Return information about client connections.",
 			"UNPAUSE", "    Stop the current client pause, resuming traffic.",
-			"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
 			"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
 			"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 			"SETINFO <option> <value>", "    Set client meta attr. Options are:",
 			"SETNAME <name>", "    Assign the name <name> to the current connection.",
 			"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
 			"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]", "         [OPTIN] [OPTOUT] [NOLOOP]", "    Control server assisted client side caching.",
-			"TRACKINGINFO", "    Report tracking status for the current connection.")
+			"TRACKINGINFO", "    Report tracking status for the current connection.",
+			"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.")
 	}
 }
 
@@ -466,7 +466,7 @@ func configCommand(c *client, args [][]byte) {
 		// presenced takes its configuration from flags, never a file.
 		c.out.Error("ERR The server is running without a config file")
 	default:
-		c.helpEnding("CONFIG", "    Prints this help.",
+		c.help("CONFIG",
 			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 			"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
 			"RESETSTAT", "    Reset statistics reported by the INFO command.",

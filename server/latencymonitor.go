@@ -194,7 +194,7 @@ func latencyCommand(c *client, args [][]byte) {
 	case "histogram":
 		c.latencyHistogramCommand(args[2:])
 	case "help":
-		c.helpEnding("LATENCY", "    Prints this help.",
+		c.help("LATENCY",
 			"DOCTOR", "    Return a human readable latency analysis report.",
 			"GRAPH <event>", "    Return an ASCII latency graph for the <event> class.",
 			"HISTORY <event>", "    Return time-latency samples for the <event> class.",

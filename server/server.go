@@ -67,6 +67,8 @@ type Server struct {
 	quit     chan struct{}
 	wg       sync.WaitGroup
 
+	aclLog aclLog // failed authentications, for ACL LOG
+
 	shutdown     chan struct{} // closed once a client sent SHUTDOWN
 	shutdownOnce sync.Once
 	noSave       atomic.Bool // the SHUTDOWN said NOSAVE: Close takes no snapshot

@@ -133,7 +133,7 @@ func slowlogCommand(c *client, args [][]byte) {
 		l.mu.Unlock()
 		c.out.OK()
 	default:
-		c.helpEnding("SLOWLOG", "    Prints this help.",
+		c.help("SLOWLOG",
 			"GET [<count>]", "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
 			"    Entries are made of:",
 			"    id, timestamp, time in microseconds, arguments array, client IP and port,",

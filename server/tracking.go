@@ -251,10 +251,7 @@ func clientTrackingInfo(c *client) {
 	}
 	c.out.Map(3)
 	c.out.BulkString("flags")
-	c.out.Set(len(flags))
-	for _, f := range flags {
-		c.out.BulkString(f)
-	}
+	c.flagSet(flags)
 	c.out.BulkString("redirect")
 	if tr.on {
 		c.out.Int(tr.redirect())
