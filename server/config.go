@@ -19,6 +19,8 @@ type Config struct {
 	Bind string
 	// Port is the TCP port; 0 picks a free one (see Server.Addr).
 	Port int
+	// TLS, when set, opens a port that serves clients over TLS.
+	TLS *TLSConfig
 	// Dir is the data directory.
 	Dir string
 	// RequirePass, when set, is the default user's password: clients must
@@ -158,6 +160,11 @@ func (c Config) Validate() error {
 	}
 	if err := c.History.Validate(); err != nil {
 		return err
+	}
+	if c.TLS != nil {
+		if err := c.TLS.Validate(); err != nil {
+			return err
+		}
 	}
 	return c.Cluster.Validate()
 }

@@ -7,6 +7,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -56,6 +57,7 @@ type Server struct {
 	mu struct {
 		sync.Mutex
 		ln      net.Listener
+		tlsLn   net.Listener // nil without a TLS port
 		clients map[*client]struct{}
 	}
 	// loops serve clients' connections where the platform allows it and
@@ -67,7 +69,8 @@ type Server struct {
 	quit     chan struct{}
 	wg       sync.WaitGroup
 
-	aclLog aclLog // failed authentications, for ACL LOG
+	aclLog aclLog      // failed authentications, for ACL LOG
+	tls    *tls.Config // of the TLS port, nil without one
 
 	shutdown     chan struct{} // closed once a client sent SHUTDOWN
 	shutdownOnce sync.Once
@@ -85,6 +88,13 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{store: store.New(), quit: make(chan struct{}), shutdown: make(chan struct{}), runID: newRunID()}
 	s.stats.counters = make([]counter, len(proto.Counted))
 	s.latency = newLatencyTracker()
+	if cfg.TLS != nil {
+		tc, err := cfg.TLS.load()
+		if err != nil {
+			return nil, err
+		}
+		s.tls = tc
+	}
 	s.settings.init(cfg)
 	s.watchBitEvents()
 	s.tracking.init(s)
@@ -154,15 +164,26 @@ func (s *Server) Start() error {
 	if err != nil {
 		return err
 	}
-	if err := s.startLoops(); err != nil {
+	tlsLn, err := s.listenTLS(cfg)
+	if err != nil {
 		ln.Close()
 		return err
 	}
+	if err := s.startLoops(); err != nil {
+		ln.Close()
+		if tlsLn != nil {
+			tlsLn.Close()
+		}
+		return err
+	}
 	s.mu.Lock()
-	s.mu.ln = ln
+	s.mu.ln, s.mu.tlsLn = ln, tlsLn
 	s.mu.Unlock()
 	s.started = time.Now()
 	s.goFunc(func() { s.acceptLoop(ln, false) })
+	if tlsLn != nil {
+		s.goFunc(func() { s.acceptLoop(tlsLn, false) })
+	}
 	s.goFunc(func() { s.acceptLoop(s.node.PeerListener(), true) })
 	s.goFunc(s.announceSwitches)
 	s.goFunc(s.sampleMetrics)
@@ -194,6 +215,17 @@ func (s *Server) Addr() string {
 	return s.mu.ln.Addr().String()
 }
 
+// TLSAddr returns the address of the TLS port, "" when the server has
+// none or has not started.
+func (s *Server) TLSAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.tlsLn == nil {
+		return ""
+	}
+	return s.mu.tlsLn.Addr().String()
+}
+
 // Node returns the server's cluster node.
 func (s *Server) Node() *cluster.Node { return s.node }
 
@@ -213,6 +245,9 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.mu.ln != nil {
 		s.mu.ln.Close()
+	}
+	if s.mu.tlsLn != nil {
+		s.mu.tlsLn.Close()
 	}
 	s.mu.Unlock()
 	// A connection's Close returns once the command it runs has (see

@@ -39,6 +39,12 @@ func main() {
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "data directory")
 	fs.StringVar(&cfg.RequirePass, "requirepass", cfg.RequirePass, "password clients must AUTH with")
 	fs.IntVar(&cfg.MaxClients, "maxclients", cfg.MaxClients, "most clients served at once")
+	tc := server.DefaultTLSConfig()
+	fs.IntVar(&tc.Port, "tls-port", 0, "port that serves clients over TLS, beside --port (0: none)")
+	fs.StringVar(&tc.CertFile, "tls-cert-file", "", "the TLS port's certificate (PEM)")
+	fs.StringVar(&tc.KeyFile, "tls-key-file", "", "the TLS port's private key (PEM)")
+	fs.StringVar(&tc.CACertFile, "tls-ca-cert-file", "", "certificates (PEM) that TLS clients' certificates must chain to")
+	fs.StringVar(&tc.AuthClients, "tls-auth-clients", tc.AuthClients, "yes: TLS clients must show a certificate; optional: checked if shown; no: not asked for")
 	cc := &cfg.Cluster
 	fs.StringVar(&cc.NodeID, "node-id", cc.NodeID, "this node's name in the cluster, never reused")
 	fs.StringVar(&cc.RaftAddr, "raft-addr", cc.RaftAddr, "host:port for raft and other nodes' calls; other nodes reach this node there")
@@ -91,6 +97,9 @@ func main() {
 	default:
 		log.Fatalf("presenced: --appendonly must be yes or no, not %q", *appendOnly)
 	}
+	if tc.Port != 0 {
+		cfg.TLS = &tc
+	}
 	cc.Dir = cfg.Dir
 	cc.Bootstrap = cc.Join == ""
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
@@ -130,6 +139,9 @@ func main() {
 			srv.Close()
 			log.Fatalf("presenced: %v", err)
 		}
+	}
+	if tlsAddr := srv.TLSAddr(); tlsAddr != "" {
+		log.Printf("presenced: TLS clients on %s", tlsAddr)
 	}
 	log.Printf("presenced %s ready to accept connections on %s", server.Version, srv.Addr())
 	if bitTTL != nil {

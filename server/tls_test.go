@@ -1,0 +1,212 @@
+package server
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// testPKI is a certificate authority with a server certificate for
+// 127.0.0.1 and a client certificate, written as PEM files in dir.
+type testPKI struct {
+	dir                           string
+	caFile, serverCert, serverKey string
+	clientCert, clientKey         string
+	roots                         *x509.CertPool
+	client                        tls.Certificate
+}
+
+// newTestPKI makes a testPKI in a temporary directory of t's.
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	p := &testPKI{dir: t.TempDir(), roots: x509.NewCertPool()}
+	caKey := newKey(t)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "presenced test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	p.roots.AddCert(ca)
+	p.caFile = p.writePEM(t, "ca.pem", "CERTIFICATE", caDER)
+	issue := func(name string, serial int64, usage x509.ExtKeyUsage, ips []net.IP) (string, string) {
+		key := newKey(t)
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyDER, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.writePEM(t, name+".pem", "CERTIFICATE", der), p.writePEM(t, name+".key", "EC PRIVATE KEY", keyDER)
+	}
+	p.serverCert, p.serverKey = issue("server", 2, x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
+	p.clientCert, p.clientKey = issue("client", 3, x509.ExtKeyUsageClientAuth, nil)
+	if p.client, err = tls.LoadX509KeyPair(p.clientCert, p.clientKey); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newKey(t *testing.T) *ecdsa.PrivateKey {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// writePEM writes der as a PEM block of kind to name in p's directory.
+func (p *testPKI) writePEM(t *testing.T, name, kind string, der []byte) string {
+	path := filepath.Join(p.dir, name)
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// tlsConfig is the server's TLS settings with p's files.
+func (p *testPKI) tlsConfig(auth string) *TLSConfig {
+	return &TLSConfig{CertFile: p.serverCert, KeyFile: p.serverKey, CACertFile: p.caFile, AuthClients: auth}
+}
+
+// TestTLSClients serves clients over TLS beside plain TCP: go-redis and
+// redis-cli with the client certificate tls-auth-clients yes asks for,
+// a client without one refused, plain RESP on the TLS port answered
+// nothing, and CONFIG GET reporting the settings.
+func TestTLSClients(t *testing.T) {
+	p := newTestPKI(t)
+	srv := startServer(t, func(c *Config) { c.TLS = p.tlsConfig("yes") })
+	ctx := context.Background()
+
+	rdb := redis.NewClient(&redis.Options{Addr: srv.TLSAddr(), TLSConfig: &tls.Config{RootCAs: p.roots, Certificates: []tls.Certificate{p.client}}})
+	defer rdb.Close()
+	pipe := rdb.Pipeline()
+	for i := range 100 {
+		pipe.SetBit(ctx, "online", int64(i*7), 1)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatalf("SETBIT pipeline over TLS: %v", err)
+	}
+	if n, err := rdb.BitCount(ctx, "online", nil).Result(); err != nil || n != 100 {
+		t.Fatalf("BITCOUNT over TLS: %d, %v", n, err)
+	}
+	sub := rdb.Subscribe(ctx, "ch")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Publish(ctx, "ch", "hi").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "hi" {
+		t.Fatalf("message over TLS: %v, %v", msg, err)
+	}
+
+	plain := dial(t, srv.Addr())
+	plain.expect(":100\r\n", "BITCOUNT", "online")
+	for name, want := range map[string]string{"tls-port": "0", "tls-auth-clients": "yes", "tls-ca-cert-file": p.caFile, "tls-cert-file": p.serverCert} {
+		plain.expect("*2\r\n"+bulk(name)+bulk(want), "CONFIG", "GET", name)
+	}
+
+	anon := redis.NewClient(&redis.Options{Addr: srv.TLSAddr(), TLSConfig: &tls.Config{RootCAs: p.roots}, MaxRetries: -1})
+	defer anon.Close()
+	if err := anon.Ping(ctx).Err(); err == nil {
+		t.Error("a client without a certificate was served with tls-auth-clients yes")
+	}
+
+	nc, err := net.Dial("tcp", srv.TLSAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.Write([]byte("PING\r\n"))
+	nc.SetReadDeadline(time.Now().Add(time.Minute))
+	if got, _ := io.ReadAll(nc); strings.Contains(string(got), "PONG") {
+		t.Errorf("plain RESP on the TLS port answered %q", got)
+	}
+
+	_, port, _ := net.SplitHostPort(srv.TLSAddr())
+	out, err := osexec.Command("redis-cli", "--tls", "--cacert", p.caFile, "--cert", p.clientCert, "--key", p.clientKey,
+		"-h", "127.0.0.1", "-p", port, "BITCOUNT", "online").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "100" {
+		t.Errorf("redis-cli --tls: %q, %v", out, err)
+	}
+}
+
+// TestTLSOptionalClientCert checks tls-auth-clients optional and no: a
+// client without a certificate is served.
+func TestTLSOptionalClientCert(t *testing.T) {
+	p := newTestPKI(t)
+	for _, auth := range []string{"optional", "no"} {
+		srv := startServer(t, func(c *Config) { c.TLS = p.tlsConfig(auth) })
+		rdb := redis.NewClient(&redis.Options{Addr: srv.TLSAddr(), TLSConfig: &tls.Config{RootCAs: p.roots}})
+		if got, err := rdb.Ping(context.Background()).Result(); err != nil || got != "PONG" {
+			t.Errorf("tls-auth-clients %s, no client certificate: %q, %v", auth, got, err)
+		}
+		rdb.Close()
+	}
+}
+
+// TestTLSConfigRefused checks the settings a TLS port cannot start with,
+// and that the error names what is wrong.
+func TestTLSConfigRefused(t *testing.T) {
+	p := newTestPKI(t)
+	notPEM := filepath.Join(p.dir, "empty.pem")
+	if err := os.WriteFile(notPEM, []byte("no certificate here\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*TLSConfig)
+		want   string
+	}{
+		{"no certificate", func(c *TLSConfig) { c.CertFile = "" }, "tls-cert-file and tls-key-file"},
+		{"bad auth-clients", func(c *TLSConfig) { c.AuthClients = "maybe" }, `tls-auth-clients must be yes, optional or no, not "maybe"`},
+		{"yes without CA", func(c *TLSConfig) { c.CACertFile = "" }, "needs tls-ca-cert-file"},
+		{"port out of range", func(c *TLSConfig) { c.Port = 70000 }, "tls-port 70000"},
+		{"missing certificate file", func(c *TLSConfig) { c.CertFile = filepath.Join(p.dir, "nosuch.pem") }, "nosuch.pem"},
+		{"CA file without certificates", func(c *TLSConfig) { c.CACertFile = notPEM }, "empty.pem holds no PEM certificate"},
+	} {
+		cfg := DefaultConfig()
+		cfg.Dir = t.TempDir()
+		cfg.Cluster = testClusterConfig(cfg.Dir)
+		cfg.TLS = p.tlsConfig("yes")
+		tc.change(cfg.TLS)
+		srv, err := New(cfg)
+		if err == nil {
+			srv.Close()
+			t.Errorf("%s: started", tc.name)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want it to say %q", tc.name, err, tc.want)
+		}
+	}
+}
