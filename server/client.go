@@ -70,6 +70,9 @@ type client struct {
 	execReplies                  []replyMode
 	muted                        atomic.Bool
 
+	// unix marks a connection to the unix socket.
+	unix bool
+
 	// peer marks another node's connection: its writes are applied here
 	// or refused, never forwarded again.
 	peer bool
@@ -165,6 +168,7 @@ func newClient(s *Server, nc net.Conn, peer bool) *client {
 		counters: make([]counter, len(proto.Counted)),
 		unblock:  make(chan bool, 1),
 	}
+	_, c.unix = nc.LocalAddr().(*net.UnixAddr)
 	c.authed = s.settings.config().RequirePass == ""
 	c.info.lastActive = c.created
 	c.info.resp = 2

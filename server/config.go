@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -19,6 +20,11 @@ type Config struct {
 	Bind string
 	// Port is the TCP port; 0 picks a free one (see Server.Addr).
 	Port int
+	// UnixSocket is unixsocket: the path of a unix socket that serves
+	// clients too, "" for none; UnixSocketPerm, unixsocketperm, its
+	// permissions (0: as the umask leaves them).
+	UnixSocket     string
+	UnixSocketPerm os.FileMode
 	// TLS, when set, opens a port that serves clients over TLS.
 	TLS *TLSConfig
 	// Dir is the data directory.

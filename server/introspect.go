@@ -275,7 +275,7 @@ func (f *killFilter) matches(o, self *client) bool {
 	o.info.Lock()
 	nc := o.nc
 	o.info.Unlock()
-	return (f.addr == "" || nc.RemoteAddr().String() == f.addr) && (f.laddr == "" || nc.LocalAddr().String() == f.laddr)
+	return (f.addr == "" || o.peerAddr(nc) == f.addr) && (f.laddr == "" || o.localAddr(nc) == f.laddr)
 }
 
 // clientKill is CLIENT KILL: CLIENT KILL addr answers OK or that no
@@ -420,15 +420,39 @@ func clientList(c *client, args [][]byte) {
 	c.out.Verbatim([]byte(b.String()))
 }
 
+// listFlags is the flags field of CLIENT LIST, in Redis's order: O for
+// a monitor, P for a subscriber, x inside MULTI, b for a client that WAIT
+// or a pause holds up, then the flags of its tracking, U for a client of
+// the unix socket, e for CLIENT NO-EVICT on; N for none. The caller
+// holds c.info.
+func (c *client) listFlags(tracking string) string {
+	flags := ""
+	for _, f := range []struct {
+		on   bool
+		flag string
+	}{
+		{c.info.monitoring, "O"}, {c.info.sub+c.info.psub > 0, "P"}, {c.info.multi >= 0, "x"},
+		{c.isBlocked(), "b"}, {true, tracking}, {c.unix, "U"}, {c.info.noEvict, "e"},
+	} {
+		if f.on {
+			flags += f.flag
+		}
+	}
+	if flags == "" {
+		return "N"
+	}
+	return flags
+}
+
 // describe is the client's line in CLIENT LIST, with Redis's fields.
 func (c *client) describe(now time.Time) string {
 	tracking, redir := c.s.tracking.listFlags(c) // before info: see tracking.go's lock order
 	c.info.Lock()
 	defer c.info.Unlock()
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=%d resp=%d lib-name=%s lib-ver=%s\n",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.info.name,
+		c.id, c.peerAddr(c.nc), c.localAddr(c.nc), c.info.name,
 		int64(now.Sub(c.created).Seconds()), int64(now.Sub(c.info.lastActive).Seconds()),
-		clientFlags(c.info.sub+c.info.psub, c.info.monitoring, c.isBlocked(), tracking, c.info.noEvict), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, redir, c.info.resp, c.info.libName, c.info.libVer)
+		c.listFlags(tracking), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, redir, c.info.resp, c.info.libName, c.info.libVer)
 }
 
 func configCommand(c *client, args [][]byte) {

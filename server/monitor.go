@@ -118,7 +118,11 @@ func (c *client) feed(db int, spec *proto.Spec, args [][]byte) {
 	if spec = statOf(spec, args); spec == nil || spec.Flags&proto.Admin != 0 {
 		return // an unknown subcommand, which Redis refuses before running
 	}
-	line := monitorLine(time.Now(), db, c.nc.RemoteAddr().String(), args)
+	addr := c.peerAddr(c.nc)
+	if c.unix {
+		addr = "unix:" + c.socketPath()
+	}
+	line := monitorLine(time.Now(), db, addr, args)
 	if c.monitoring {
 		// Redis copies a command after its reply: a monitoring connection
 		// reads its own reply first. It runs no keyspace command, so its

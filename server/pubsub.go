@@ -430,29 +430,3 @@ func (c *client) subscribed() bool {
 	defer c.info.Unlock()
 	return c.info.sub+c.info.psub > 0
 }
-
-// clientFlags is the flags field of CLIENT LIST for a client with n
-// subscriptions, monitoring or not, blocked or not, with the flags of its
-// tracking, protected from eviction or not: O for a monitor, P for a
-// subscriber, b for a client that WAIT or a pause holds up, then the
-// tracking flags, e for CLIENT NO-EVICT on, in Redis's order, N for none.
-func clientFlags(n int, monitoring, blocked bool, tracking string, noEvict bool) string {
-	flags := ""
-	if monitoring {
-		flags += "O"
-	}
-	if n > 0 {
-		flags += "P"
-	}
-	if blocked {
-		flags += "b"
-	}
-	flags += tracking
-	if noEvict {
-		flags += "e"
-	}
-	if flags == "" {
-		return "N"
-	}
-	return flags
-}

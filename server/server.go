@@ -56,9 +56,10 @@ type Server struct {
 
 	mu struct {
 		sync.Mutex
-		ln      net.Listener
-		tlsLn   net.Listener // nil without a TLS port
-		clients map[*client]struct{}
+		ln        net.Listener   // the TCP port
+		listeners []net.Listener // ln, the TLS port and the unix socket
+		tlsAddr   string         // the TLS port's address, "" without one
+		clients   map[*client]struct{}
 	}
 	// loops serve clients' connections where the platform allows it and
 	// the node is its cluster's only voter (see serveFromLoop).
@@ -152,8 +153,8 @@ func (s *Server) closeHistory() error {
 	return s.history.Close()
 }
 
-// Start listens on the configured address and serves clients in the
-// background. When it returns without error the server accepts
+// Start listens on the configured address (and the TLS port and unix
+// socket, if configured) and serves clients in the background. When it returns without error the server accepts
 // connections.
 func (s *Server) Start() error {
 	if s.closed.Load() {
@@ -164,25 +165,39 @@ func (s *Server) Start() error {
 	if err != nil {
 		return err
 	}
+	// The TLS port and the unix socket, each if configured, serve
+	// clients as the TCP port does.
+	listeners := []net.Listener{ln}
 	tlsLn, err := s.listenTLS(cfg)
-	if err != nil {
-		ln.Close()
-		return err
+	if err == nil && tlsLn != nil {
+		listeners = append(listeners, tlsLn)
 	}
-	if err := s.startLoops(); err != nil {
-		ln.Close()
-		if tlsLn != nil {
-			tlsLn.Close()
+	var unixLn net.Listener
+	if err == nil {
+		unixLn, err = s.listenUnix(cfg)
+	}
+	if err == nil && unixLn != nil {
+		listeners = append(listeners, unixLn)
+	}
+	if err == nil {
+		err = s.startLoops()
+	}
+	if err != nil {
+		for _, l := range listeners {
+			l.Close()
 		}
 		return err
 	}
+	tlsAddr := ""
+	if tlsLn != nil {
+		tlsAddr = tlsLn.Addr().String()
+	}
 	s.mu.Lock()
-	s.mu.ln, s.mu.tlsLn = ln, tlsLn
+	s.mu.ln, s.mu.listeners, s.mu.tlsAddr = ln, listeners, tlsAddr
 	s.mu.Unlock()
 	s.started = time.Now()
-	s.goFunc(func() { s.acceptLoop(ln, false) })
-	if tlsLn != nil {
-		s.goFunc(func() { s.acceptLoop(tlsLn, false) })
+	for _, l := range listeners {
+		s.goFunc(func() { s.acceptLoop(l, false) })
 	}
 	s.goFunc(func() { s.acceptLoop(s.node.PeerListener(), true) })
 	s.goFunc(s.announceSwitches)
@@ -220,10 +235,7 @@ func (s *Server) Addr() string {
 func (s *Server) TLSAddr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mu.tlsLn == nil {
-		return ""
-	}
-	return s.mu.tlsLn.Addr().String()
+	return s.mu.tlsAddr
 }
 
 // Node returns the server's cluster node.
@@ -243,11 +255,8 @@ func (s *Server) Close() error {
 	}
 	close(s.quit)
 	s.mu.Lock()
-	if s.mu.ln != nil {
-		s.mu.ln.Close()
-	}
-	if s.mu.tlsLn != nil {
-		s.mu.tlsLn.Close()
+	for _, l := range s.mu.listeners {
+		l.Close()
 	}
 	s.mu.Unlock()
 	// A connection's Close returns once the command it runs has (see

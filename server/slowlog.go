@@ -51,7 +51,7 @@ func (c *client) logSlow(args [][]byte, usec int64) {
 	if len(kept) > slowlogMaxArgs {
 		kept = kept[:slowlogMaxArgs-1]
 	}
-	e := slowEntry{unix: time.Now().Unix(), usec: usec, args: make([][]byte, 0, len(kept)+1), addr: c.nc.RemoteAddr().String()}
+	e := slowEntry{unix: time.Now().Unix(), usec: usec, args: make([][]byte, 0, len(kept)+1), addr: c.peerAddr(c.nc)}
 	secret := secretArgs(args)
 	for i, a := range kept {
 		switch {

@@ -39,6 +39,12 @@ func main() {
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "data directory")
 	fs.StringVar(&cfg.RequirePass, "requirepass", cfg.RequirePass, "password clients must AUTH with")
 	fs.IntVar(&cfg.MaxClients, "maxclients", cfg.MaxClients, "most clients served at once")
+	fs.StringVar(&cfg.UnixSocket, "unixsocket", "", "path of a unix socket that serves clients too")
+	fs.Func("unixsocketperm", "the unix socket's permissions, in octal (e.g. 700)", func(v string) error {
+		perm, err := server.ParseUnixSocketPerm(v)
+		cfg.UnixSocketPerm = perm
+		return err
+	})
 	tc := server.DefaultTLSConfig()
 	fs.IntVar(&tc.Port, "tls-port", 0, "port that serves clients over TLS, beside --port (0: none)")
 	fs.StringVar(&tc.CertFile, "tls-cert-file", "", "the TLS port's certificate (PEM)")

@@ -465,6 +465,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--appendonly", "maybe"}, []string{"--appendonly must be yes or no", `"maybe"`}},
 		{[]string{"--appendfsync", "sometimes"}, []string{"ppendFsync must be", `"always"`, `"everysec"`, `"no"`, `"sometimes"`}},
 		{[]string{"--port", "70000"}, []string{"port 70000"}},
+		{[]string{"--unixsocketperm", "800"}, []string{`unixsocketperm "800" is not octal`}},
 		{[]string{"--tls-port", "6399", "--tls-cert-file", "c.pem", "--tls-key-file", "c.key"}, []string{"tls-auth-clients yes needs tls-ca-cert-file"}},
 		{[]string{"--tls-port", "6399", "--tls-cert-file", "nosuch.pem", "--tls-key-file", "c.key", "--tls-auth-clients", "no"}, []string{"tls-cert-file nosuch.pem"}},
 		{[]string{"--nosuch"}, []string{"flag provided but not defined: -nosuch"}},

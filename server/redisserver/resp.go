@@ -152,6 +152,15 @@ func Dial(addr string) (*Conn, error) {
 	return newConn(nc, IOTimeout), nil
 }
 
+// DialUnix connects to the RESP server at the unix socket path.
+func DialUnix(path string) (*Conn, error) {
+	nc, err := net.DialTimeout("unix", path, IOTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return newConn(nc, IOTimeout), nil
+}
+
 func newConn(nc net.Conn, timeout time.Duration) *Conn {
 	return &Conn{nc: nc, r: bufio.NewReader(nc), timeout: timeout}
 }
