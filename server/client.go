@@ -171,6 +171,7 @@ func newClient(s *Server, nc net.Conn, peer bool) *client {
 	_, c.unix = nc.LocalAddr().(*net.UnixAddr)
 	c.authed = s.settings.config().RequirePass == ""
 	c.info.lastActive = c.created
+	c.info.lastCmd = "NULL" // as Redis names a client's last command before its first
 	c.info.resp = 2
 	return c
 }
@@ -637,7 +638,8 @@ func (c *client) settle(cmds []store.Command, first, mark int, begin time.Time, 
 		}
 	}
 	c.account(cmds, first, mark, time.Since(begin))
-	c.touch(cmds[len(cmds)-1].Spec.Name)
+	last := cmds[len(cmds)-1]
+	c.touch(last.Spec, last.Args)
 }
 
 // unknownIndex is client.wrote after a write whose log index this node
@@ -795,7 +797,8 @@ func (c *client) record(spec *proto.Spec, args [][]byte, calls, failed, usec int
 }
 
 // touch notes the client's latest command for CLIENT LIST.
-func (c *client) touch(name string) {
+func (c *client) touch(spec *proto.Spec, args [][]byte) {
+	name := cmdName(spec, args)
 	c.info.Lock()
 	c.info.lastActive = time.Now()
 	c.info.lastCmd = name

@@ -79,6 +79,10 @@ func (c *client) runServerCommand(spec *proto.Spec, args [][]byte) {
 // counted runs the handler of a command, spec with args, and counts the
 // call for INFO (see record).
 func (c *client) counted(spec *proto.Spec, args [][]byte, run func()) {
+	name := cmdName(spec, args)
+	c.info.Lock()
+	c.info.lastCmd = name // as in Redis, the command's own CLIENT LIST line names it
+	c.info.Unlock()
 	begin := time.Now()
 	mark := c.out.Len()
 	run()
@@ -93,7 +97,17 @@ func (c *client) counted(spec *proto.Spec, args [][]byte, run func()) {
 	if c.slow(spec, usec) {
 		c.logSlow(args, usec)
 	}
-	c.touch(spec.Name)
+	c.touch(spec, args)
+}
+
+// cmdName is CLIENT LIST's name of a call of spec with args: its
+// subcommand's full name ("client|list") for a container command, NULL
+// for a subcommand that does not exist, as in Redis.
+func cmdName(spec *proto.Spec, args [][]byte) string {
+	if s := statOf(spec, args); s != nil {
+		return s.FullName()
+	}
+	return "NULL"
 }
 
 // statOf returns what INFO commandstats counts a call of spec with args

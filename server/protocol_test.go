@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -516,6 +517,39 @@ func intBody(tb testing.TB, reply string) int64 {
 		tb.Fatalf("not an integer reply: %q", reply)
 	}
 	return n
+}
+
+// TestClientListCmdMatchesRedis compares CLIENT LIST's cmd field with
+// redis-server's: NULL before a first command and after an unknown
+// subcommand, a subcommand's full name, the last of a pipeline, and the
+// command that lists, for its own line.
+func TestClientListCmdMatchesRedis(t *testing.T) {
+	run := func(addr string) []string {
+		lister := dial(t, addr)
+		conns := []*respConn{dial(t, addr), dial(t, addr), dial(t, addr), dial(t, addr), dial(t, addr)}
+		var ids []string
+		for _, c := range append([]*respConn{lister}, conns...) {
+			ids = append(ids, strconv.FormatInt(intBody(t, c.do("CLIENT", "ID")), 10))
+		}
+		conns[1].do("OBJECT", "ENCODING", "nosuch")
+		conns[2].do("CLIENT", "NOSUCH")
+		conns[3].do("CONFIG", "GET", "maxclients")
+		conns[4].send([]byte("SET k v\r\nGETBIT k 1\r\nOBJECT ENCODING k\r\n"))
+		conns[4].replies(3)
+		dial(t, addr) // a connection that sent nothing
+		var out []string
+		list := strings.Split(strings.TrimSuffix(bulkBody(t, lister.do("CLIENT", "LIST")), "\n"), "\n")
+		for _, line := range list {
+			at := slices.Index(ids, clientField(line, "id"))
+			out = append(out, strconv.Itoa(at)+":"+clientField(line, "cmd"))
+		}
+		slices.Sort(out)
+		return append(out, clientField(bulkBody(t, lister.do("CLIENT", "INFO")), "cmd"))
+	}
+	got, want := run(startServer(t).Addr()), run(redisserver.StartForTest(t, redisserver.Options{}).Addr())
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("cmd fields: presenced %q, redis-server %q", got, want)
+	}
 }
 
 func TestClientCommands(t *testing.T) {
