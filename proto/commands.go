@@ -736,6 +736,17 @@ var table = []*Spec{
 		Summary:    "Checks that watched keys did not change and skips the transaction that follows when one did (presenced; EXEC sends it after WATCH)",
 		Complexity: "O(N) where N is the number of keys",
 		Syntax:     "count db key version [db key version ...]"},
+	{Name: "module", Arity: -2, Group: "server", Since: "4.0.0",
+		Summary:    "A container for module commands",
+		Complexity: "Depends on subcommand.",
+
+		Subcommands: []*Spec{
+			{Name: "load", Complexity: "O(1)", Arity: -3, Flags: Admin | NoScript | NoAsyncLoading, Summary: "Load a module", Syntax: "path [arg [arg ...]]"},
+			{Name: "unload", Complexity: "O(1)", Arity: 3, Flags: Admin | NoScript | NoAsyncLoading, Summary: "Unload a module", Syntax: "name"},
+			{Name: "help", Since: "5.0.0", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
+			{Name: "list", Complexity: "O(N) where N is the number of loaded modules.", Arity: 2, Flags: Admin | NoScript, Summary: "List all modules loaded by the server"},
+			{Name: "loadex", Since: "7.0.0", Complexity: "O(1)", Arity: -3, Flags: Admin | NoScript | NoAsyncLoading, Summary: "Load a module with extended parameters", Syntax: "path [CONFIG name value [CONFIG name value ...]] [ARGS arg [arg ...]]"},
+		}},
 	{Name: "function", Arity: -2, Group: "scripting", Since: "7.0.0",
 		Summary:    "A container for function commands",
 		Complexity: "Depends on subcommand.",

@@ -309,8 +309,9 @@ var groupNames = map[string]string{
 // commandGroupNames are the names of groups that depend on the command,
 // where groupNames's would not do.
 var commandGroupNames = map[string]string{
-	"client|no-evict on_off": "enabled",
-	"acl|log count_reset":    "operation",
+	"client|no-evict on_off":   "enabled",
+	"acl|log count_reset":      "operation",
+	"module|loadex name_value": "configs",
 }
 
 // argTypes maps argument names to their types; names not listed are

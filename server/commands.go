@@ -39,6 +39,7 @@ func init() {
 		"watch":     watch,
 		"unwatch":   unwatch,
 		"function":  function,
+		"module":    module,
 		"debug":     debugCommand,
 		"shutdown":  shutdownCommand,
 		"memory":    memory,
@@ -460,6 +461,28 @@ func exec(c *client, _ [][]byte) {
 		c.feedMonitors(c.db, q.spec, q.args)
 	}
 	c.inExec = false
+}
+
+// errModuleCommand is Redis's reply to MODULE LOAD, LOADEX and UNLOAD
+// with enable-module-command no, its default: presenced loads no modules.
+const errModuleCommand = `ERR MODULE command not allowed. If the enable-module-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`
+
+// module is MODULE, answered as a redis-server with enable-module-command
+// no answers it: no module is loaded, none may be.
+func module(c *client, args [][]byte) {
+	switch sub := c.subcommand(args); {
+	case sub == nil:
+	case sub.Name == "list":
+		c.out.Array(0)
+	case sub.Name == "help":
+		c.help("MODULE",
+			"LIST", "    Return a list of loaded modules.",
+			"LOAD <path> [<arg> ...]", "    Load a module library from <path>, passing to it any optional arguments.",
+			"LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]", "    Load a module library from <path>, while passing it module configurations and optional arguments.",
+			"UNLOAD <name>", "    Unload a module.")
+	default:
+		c.out.Error(errModuleCommand)
+	}
 }
 
 func function(c *client, args [][]byte) {

@@ -402,9 +402,10 @@ func TestCommandIntrospectionMatchesRedis(t *testing.T) {
 		// any.
 		return append(fields[:7], fields[9][:1])
 	}
-	// Redis 7.0 documents CONFIG GET's and PSUBSCRIBE's repeated argument
-	// as a block of one argument; presenced, as the argument repeated.
-	oddArguments := map[string]bool{"config|get": true, "psubscribe": true}
+	// Redis 7.0 documents CONFIG GET's, PSUBSCRIBE's and MODULE LOADEX's
+	// (ARGS) repeated argument as a block of one argument; presenced, as
+	// the argument repeated.
+	oddArguments := map[string]bool{"config|get": true, "psubscribe": true, "module|loadex": true}
 	docs := func(target *diffTarget, name string) map[string]string {
 		outer := elements(target, "COMMAND DOCS "+name, do(target, "COMMAND", "DOCS", name))
 		if len(outer) != 2 {

@@ -20,7 +20,7 @@ func TestHelpFrameMatchesRedis(t *testing.T) {
 		}
 		return []string{lines[1], lines[len(lines)-2], lines[len(lines)-1]}
 	}
-	for _, cmd := range []string{"CLIENT", "CONFIG", "MEMORY", "PUBSUB", "COMMAND", "SLOWLOG", "LATENCY", "FUNCTION", "OBJECT", "ACL"} {
+	for _, cmd := range []string{"CLIENT", "CONFIG", "MEMORY", "PUBSUB", "COMMAND", "SLOWLOG", "LATENCY", "FUNCTION", "OBJECT", "ACL", "MODULE"} {
 		got, want := frame(ours, cmd), frame(ref, cmd)
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("%s HELP: presenced %q, redis-server %q", cmd, got, want)

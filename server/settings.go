@@ -60,6 +60,7 @@ var parameters = []parameter{
 	{name: "bind", get: func(c *Config) string { return c.Bind }},
 	{name: "port", get: func(c *Config) string { return strconv.Itoa(c.Port) }},
 	{name: "dir", get: func(c *Config) string { return c.Dir }},
+	{name: "enable-module-command", get: func(*Config) string { return "no" }},
 	{name: "unixsocket", get: func(c *Config) string { return c.UnixSocket }},
 	{name: "unixsocketperm", get: func(c *Config) string { return strconv.FormatUint(uint64(c.UnixSocketPerm), 8) }},
 	{name: "tls-port", get: func(c *Config) string { return strconv.Itoa(c.tlsSetting().Port) }},
