@@ -70,6 +70,9 @@ func (c *client) afterExec() {
 // one left out. The skipped command's replies are settled first, since a
 // keyspace command waits in pending for the end of its batch.
 func (c *client) nextReply() {
+	if !c.skipThis && !c.skipNext {
+		return // nothing changes: the path of every request but SKIP's next
+	}
 	if c.skipThis {
 		c.flushPending()
 	}
