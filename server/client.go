@@ -801,7 +801,9 @@ func (c *client) touch(spec *proto.Spec, args [][]byte) {
 	name := cmdName(spec, args)
 	c.info.Lock()
 	c.info.lastActive = time.Now()
-	c.info.lastCmd = name
+	if !c.inExec { // inside EXEC, as in Redis, the command is EXEC
+		c.info.lastCmd = name
+	}
 	c.info.db = c.db
 	c.info.multi = -1
 	if c.multi {

@@ -80,10 +80,12 @@ func (c *client) runServerCommand(spec *proto.Spec, args [][]byte) {
 // counted runs the handler of a command, spec with args, and counts the
 // call for INFO (see record).
 func (c *client) counted(spec *proto.Spec, args [][]byte, run func()) {
-	name := cmdName(spec, args)
-	c.info.Lock()
-	c.info.lastCmd = name // as in Redis, the command's own CLIENT LIST line names it
-	c.info.Unlock()
+	if !c.inExec { // inside EXEC, as in Redis, the command is EXEC
+		name := cmdName(spec, args)
+		c.info.Lock()
+		c.info.lastCmd = name // as in Redis, the command's own CLIENT LIST line names it
+		c.info.Unlock()
+	}
 	begin := time.Now()
 	mark := c.out.Len()
 	run()
