@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"syscall"
@@ -14,6 +15,9 @@ import (
 // the node never saw it. An idle peer sends nothing, so any byte or
 // error but "would block" means the connection is done.
 func connAlive(nc net.Conn) bool {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn() // a peer that closes sends an alert, a byte like any
+	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return true

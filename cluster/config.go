@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,13 @@ const (
 	FsyncEverySec = "everysec" // fsync the log once a second
 	FsyncNo       = "no"       // leave flushing to the operating system
 )
+
+// PeerTLS is the TLS settings of a node's raft address: Server for the
+// connections it accepts (which should require a client certificate),
+// Client for those it makes to other nodes.
+type PeerTLS struct {
+	Server, Client *tls.Config
+}
 
 // Config configures a Node.
 type Config struct {
@@ -108,6 +116,10 @@ type Config struct {
 	// Password, if not nil, returns the password other nodes require of
 	// this one's calls (their requirepass).
 	Password func() string
+	// TLS, if not nil, encrypts and authenticates what nodes send each
+	// other on their raft addresses: raft's transport and the calls of
+	// Peers. Every node must have it, or none.
+	TLS *PeerTLS
 
 	// Attachment, if not nil, is node-local state shipped with snapshots:
 	// a copy of it is appended to a snapshot when the snapshot is sent to

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -30,19 +31,24 @@ type mux struct {
 
 	raft  chan net.Conn
 	peers *connListener
+	sec   *PeerTLS // nil: plain TCP
 
 	closeOnce sync.Once
 	closed    chan struct{}
 }
 
 // listenMux listens on addr; other nodes reach it at advertise, or at
-// the address listened on if advertise is empty.
-func listenMux(addr, advertise string) (*mux, error) {
+// the address listened on if advertise is empty. With sec, connections
+// both ways are TLS.
+func listenMux(addr, advertise string, sec *PeerTLS) (*mux, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	m := &mux{ln: ln, addr: ln.Addr(), raft: make(chan net.Conn), closed: make(chan struct{})}
+	m := &mux{ln: ln, addr: ln.Addr(), raft: make(chan net.Conn), closed: make(chan struct{}), sec: sec}
+	if sec != nil {
+		m.ln = tls.NewListener(ln, sec.Server)
+	}
 	if advertise != "" {
 		a, err := net.ResolveTCPAddr("tcp", advertise)
 		if err != nil {
@@ -118,7 +124,17 @@ func (m *mux) Addr() net.Addr { return m.addr }
 
 // Dial implements raft.StreamLayer.
 func (m *mux) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(addr), timeout)
+	return dialPeer(string(addr), timeout, m.sec)
+}
+
+// dialPeer connects to the raft address of another node, with TLS when
+// sec is set: the handshake is done, within timeout, when it returns.
+func dialPeer(addr string, timeout time.Duration, sec *PeerTLS) (net.Conn, error) {
+	d := &net.Dialer{Timeout: timeout}
+	if sec == nil {
+		return d.Dial("tcp", addr)
+	}
+	return tls.DialWithDialer(d, "tcp", addr, sec.Client)
 }
 
 // connListener is a net.Listener of connections accepted elsewhere.

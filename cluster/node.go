@@ -114,13 +114,13 @@ func (n *Node) start(network *Network) error {
 	}
 	var trans raft.Transport
 	if network == nil {
-		m, err := listenMux(n.cfg.RaftAddr, n.cfg.RaftAdvertise)
+		m, err := listenMux(n.cfg.RaftAddr, n.cfg.RaftAdvertise, n.cfg.TLS)
 		if err != nil {
 			return fmt.Errorf("cluster: raft address: %w", err)
 		}
 		t := raft.NewNetworkTransportWithLogger(m, tcpMaxPool, tcpTimeout, n.log)
 		trans, n.transport, n.mux = t, t, m
-		n.peers = NewRESPPeers(n.cfg.Password)
+		n.peers = NewRESPPeers(n.cfg.Password, n.cfg.TLS)
 	} else {
 		trans, n.peers = network.Raft, network.Peers
 	}
@@ -203,14 +203,15 @@ func (n *Node) join(addr string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
 	defer cancel()
-	err := n.peers.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr)
+	member := n.clientPortPeers()
+	err := member.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr)
 	for errors.Is(err, errNotSent) && ctx.Err() == nil {
 		// The member may still be starting: try again shortly.
 		select {
 		case <-time.After(retryPause):
 		case <-ctx.Done():
 		}
-		err = n.peers.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr)
+		err = member.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr)
 	}
 	var re *RemoteError
 	switch {
@@ -224,6 +225,15 @@ func (n *Node) join(addr string) error {
 	return fmt.Errorf("cluster: joining through %s: %w", n.cfg.Join, err)
 }
 
+// clientPortPeers calls on the member at cfg.Join, a client port, which
+// serves plain TCP whether or not the raft addresses use TLS.
+func (n *Node) clientPortPeers() Peers {
+	if p, ok := n.peers.(*RESPPeers); ok && p.sec != nil {
+		return NewRESPPeers(n.cfg.Password, nil)
+	}
+	return n.peers
+}
+
 // checkJoined refuses to restart a node whose data dir holds a cluster
 // that the member at cfg.Join is not part of: the member answers, and
 // does not list this node at addr. A member that does not answer (the
@@ -231,7 +241,7 @@ func (n *Node) join(addr string) error {
 func (n *Node) checkJoined(addr string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
 	defer cancel()
-	members, err := n.peers.Members(ctx, n.cfg.Join)
+	members, err := n.clientPortPeers().Members(ctx, n.cfg.Join)
 	if err != nil {
 		n.log.Warn("could not check the membership of the cluster to join", "join", n.cfg.Join, "error", err)
 		return nil

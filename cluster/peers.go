@@ -54,6 +54,7 @@ const maxIdlePeerConns = 64
 // each node also serves RESP to its peers.
 type RESPPeers struct {
 	password func() string
+	sec      *PeerTLS // nil: plain TCP
 
 	mu     sync.Mutex
 	idle   map[peerKey][]*peerConn
@@ -68,10 +69,11 @@ type peerKey struct {
 	resp3 bool
 }
 
-// NewRESPPeers returns Peers that reach nodes over TCP; password, if not
-// nil, returns the password to authenticate with (requirepass).
-func NewRESPPeers(password func() string) *RESPPeers {
-	return &RESPPeers{password: password, idle: make(map[peerKey][]*peerConn), groups: make(map[peerKey]*forwardGroup)}
+// NewRESPPeers returns Peers that reach nodes over TCP, with TLS when sec
+// is set; password, if not nil, returns the password to authenticate with
+// (requirepass).
+func NewRESPPeers(password func() string, sec *PeerTLS) *RESPPeers {
+	return &RESPPeers{password: password, sec: sec, idle: make(map[peerKey][]*peerConn), groups: make(map[peerKey]*forwardGroup)}
 }
 
 // peerConn is a RESP connection to a peer.
@@ -504,7 +506,7 @@ func (p *RESPPeers) get(key peerKey, deadline time.Time) (*peerConn, error) {
 		}
 		c.nc.Close()
 	}
-	nc, err := net.DialTimeout("tcp", key.addr, time.Until(deadline))
+	nc, err := dialPeer(key.addr, time.Until(deadline), p.sec)
 	if err != nil {
 		return nil, err
 	}

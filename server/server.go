@@ -89,12 +89,13 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{store: store.New(), quit: make(chan struct{}), shutdown: make(chan struct{}), runID: newRunID()}
 	s.stats.counters = make([]counter, len(proto.Counted))
 	s.latency = newLatencyTracker()
+	var peerTLS *cluster.PeerTLS
 	if cfg.TLS != nil {
-		tc, err := cfg.TLS.load()
+		tc, peers, err := cfg.TLS.load()
 		if err != nil {
 			return nil, err
 		}
-		s.tls = tc
+		s.tls, peerTLS = tc, peers
 	}
 	s.settings.init(cfg)
 	s.watchBitEvents()
@@ -103,6 +104,7 @@ func New(cfg Config) (*Server, error) {
 	cc := cfg.Cluster
 	cc.Password = func() string { return s.settings.config().RequirePass }
 	cc.LogWritten = s.logWritten
+	cc.TLS = peerTLS
 	s.store.SetExpiryObserver(s.expiryTook)
 	if cfg.History.Enabled {
 		if err := s.openHistory(cfg); err != nil {

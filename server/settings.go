@@ -68,6 +68,7 @@ var parameters = []parameter{
 	{name: "tls-key-file", get: func(c *Config) string { return c.tlsSetting().KeyFile }},
 	{name: "tls-ca-cert-file", get: func(c *Config) string { return c.tlsSetting().CACertFile }},
 	{name: "tls-auth-clients", get: func(c *Config) string { return c.tlsSetting().AuthClients }},
+	{name: "tls-cluster", get: func(c *Config) string { return yesNo(c.tlsSetting().Cluster) }},
 	{name: "databases", get: func(*Config) string { return "16" }},
 	{name: "requirepass",
 		get: func(c *Config) string { return c.RequirePass },

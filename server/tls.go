@@ -8,11 +8,13 @@ import (
 	"net"
 	"os"
 	"strconv"
+
+	"github.com/presenced/presenced/cluster"
 )
 
 // TLSConfig configures a port that serves clients over TLS, beside the
-// plain TCP port, as redis-server's tls-* settings do. Only clients'
-// connections use it: nodes call on each other over plain TCP.
+// plain TCP port, as redis-server's tls-* settings do, and whether nodes
+// call on each other over TLS too.
 type TLSConfig struct {
 	// Port is tls-port; 0 picks a free one (see Server.TLSAddr).
 	Port int
@@ -26,6 +28,11 @@ type TLSConfig struct {
 	// client certificate, "optional" checks one if sent, "no" asks for
 	// none.
 	AuthClients string
+	// Cluster is tls-cluster: nodes call on each other over TLS too, on
+	// their raft addresses, each showing its certificate (which must
+	// serve as a client's too) to the others, which check it against
+	// CACertFile.
+	Cluster bool
 }
 
 // DefaultTLSConfig returns the settings of a TLS port whose certificate,
@@ -52,28 +59,38 @@ func (c TLSConfig) Validate() error {
 		return fmt.Errorf("server: tls-auth-clients must be yes, optional or no, not %q", c.AuthClients)
 	case c.AuthClients != "no" && c.CACertFile == "":
 		return errors.New("server: tls-auth-clients " + c.AuthClients + " needs tls-ca-cert-file (or tls-auth-clients no)")
+	case c.Cluster && c.CACertFile == "":
+		return errors.New("server: tls-cluster needs tls-ca-cert-file")
 	}
 	return nil
 }
 
 // load reads the certificates and returns the TLS settings of the
-// server's side; an error names the file it could not use.
-func (c TLSConfig) load() (*tls.Config, error) {
+// clients' port and, with Cluster, of the raft address (else nil); an
+// error names the file it could not use.
+func (c TLSConfig) load() (*tls.Config, *cluster.PeerTLS, error) {
 	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("server: tls-cert-file %s, tls-key-file %s: %w", c.CertFile, c.KeyFile, err)
+		return nil, nil, fmt.Errorf("server: tls-cert-file %s, tls-key-file %s: %w", c.CertFile, c.KeyFile, err)
 	}
 	// Redis's default tls-protocols: TLS 1.2 and 1.3.
 	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if c.CACertFile != "" {
 		pem, err := os.ReadFile(c.CACertFile)
 		if err != nil {
-			return nil, fmt.Errorf("server: tls-ca-cert-file: %w", err)
+			return nil, nil, fmt.Errorf("server: tls-ca-cert-file: %w", err)
 		}
 		tc.ClientCAs = x509.NewCertPool()
 		if !tc.ClientCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("server: tls-ca-cert-file %s holds no PEM certificate", c.CACertFile)
+			return nil, nil, fmt.Errorf("server: tls-ca-cert-file %s holds no PEM certificate", c.CACertFile)
 		}
+	}
+	var peers *cluster.PeerTLS
+	if c.Cluster {
+		server := tc.Clone()
+		server.ClientAuth = tls.RequireAndVerifyClientCert
+		client := &tls.Config{Certificates: tc.Certificates, RootCAs: tc.ClientCAs, MinVersion: tls.VersionTLS12}
+		peers = &cluster.PeerTLS{Server: server, Client: client}
 	}
 	switch c.AuthClients {
 	case "yes":
@@ -81,7 +98,7 @@ func (c TLSConfig) load() (*tls.Config, error) {
 	case "optional":
 		tc.ClientAuth = tls.VerifyClientCertIfGiven
 	}
-	return tc, nil
+	return tc, peers, nil
 }
 
 // listenTLS opens the TLS port on the bind address, or returns nil when

@@ -49,12 +49,12 @@ func newTestPKI(t *testing.T) *testPKI {
 	ca, _ := x509.ParseCertificate(caDER)
 	p.roots.AddCert(ca)
 	p.caFile = p.writePEM(t, "ca.pem", "CERTIFICATE", caDER)
-	issue := func(name string, serial int64, usage x509.ExtKeyUsage, ips []net.IP) (string, string) {
+	issue := func(name string, serial int64, usage []x509.ExtKeyUsage, ips []net.IP) (string, string) {
 		key := newKey(t)
 		tmpl := &x509.Certificate{
 			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
 			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usage, IPAddresses: ips,
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 		if err != nil {
@@ -66,8 +66,10 @@ func newTestPKI(t *testing.T) *testPKI {
 		}
 		return p.writePEM(t, name+".pem", "CERTIFICATE", der), p.writePEM(t, name+".key", "EC PRIVATE KEY", keyDER)
 	}
-	p.serverCert, p.serverKey = issue("server", 2, x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
-	p.clientCert, p.clientKey = issue("client", 3, x509.ExtKeyUsageClientAuth, nil)
+	// The server's certificate serves a node as a client of the others
+	// too (tls-cluster).
+	p.serverCert, p.serverKey = issue("server", 2, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	p.clientCert, p.clientKey = issue("client", 3, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, nil)
 	if p.client, err = tls.LoadX509KeyPair(p.clientCert, p.clientKey); err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +192,7 @@ func TestTLSConfigRefused(t *testing.T) {
 		{"no certificate", func(c *TLSConfig) { c.CertFile = "" }, "tls-cert-file and tls-key-file"},
 		{"bad auth-clients", func(c *TLSConfig) { c.AuthClients = "maybe" }, `tls-auth-clients must be yes, optional or no, not "maybe"`},
 		{"yes without CA", func(c *TLSConfig) { c.CACertFile = "" }, "needs tls-ca-cert-file"},
+		{"tls-cluster without CA", func(c *TLSConfig) { c.AuthClients, c.CACertFile, c.Cluster = "no", "", true }, "tls-cluster needs tls-ca-cert-file"},
 		{"port out of range", func(c *TLSConfig) { c.Port = 70000 }, "tls-port 70000"},
 		{"missing certificate file", func(c *TLSConfig) { c.CertFile = filepath.Join(p.dir, "nosuch.pem") }, "nosuch.pem"},
 		{"CA file without certificates", func(c *TLSConfig) { c.CACertFile = notPEM }, "empty.pem holds no PEM certificate"},
@@ -208,5 +211,35 @@ func TestTLSConfigRefused(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want it to say %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestTLSCluster runs three nodes with tls-cluster: a follower forwards a
+// write and asks the leader for a read index over TLS, every replica
+// applies the same log, and a node's raft address answers nothing to
+// plain RESP.
+func TestTLSCluster(t *testing.T) {
+	p := newTestPKI(t)
+	srvs := startCluster(t, 3, func(c *Config) {
+		c.TLS = p.tlsConfig("yes")
+		c.TLS.Cluster = true
+	})
+	l := clusterLeader(t, srvs)
+	f := dial(t, clusterFollowers(srvs, l)[0].Addr())
+	f.expect("+OK\r\n", "SET", "k", "v")
+	f.expect("$1\r\nv\r\n", "GET", "k")
+	f.expect("*2\r\n$11\r\ntls-cluster\r\n$3\r\nyes\r\n", "CONFIG", "GET", "tls-cluster")
+	waitApplied(t, srvs)
+	checkDigests(t, srvs)
+
+	nc, err := net.Dial("tcp", l.Node().RaftAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.Write([]byte("*1\r\n$4\r\nPING\r\n"))
+	nc.SetReadDeadline(time.Now().Add(time.Minute))
+	if got, _ := io.ReadAll(nc); strings.Contains(string(got), "PONG") {
+		t.Errorf("plain RESP on a raft address with tls-cluster answered %q", got)
 	}
 }

@@ -51,6 +51,7 @@ func main() {
 	fs.StringVar(&tc.KeyFile, "tls-key-file", "", "the TLS port's private key (PEM)")
 	fs.StringVar(&tc.CACertFile, "tls-ca-cert-file", "", "certificates (PEM) that TLS clients' certificates must chain to")
 	fs.StringVar(&tc.AuthClients, "tls-auth-clients", tc.AuthClients, "yes: TLS clients must show a certificate; optional: checked if shown; no: not asked for")
+	tlsCluster := fs.String("tls-cluster", "no", "yes: nodes call on each other over TLS too, with --tls-cert-file as their certificate, checked against --tls-ca-cert-file")
 	cc := &cfg.Cluster
 	fs.StringVar(&cc.NodeID, "node-id", cc.NodeID, "this node's name in the cluster, never reused")
 	fs.StringVar(&cc.RaftAddr, "raft-addr", cc.RaftAddr, "host:port for raft and other nodes' calls; other nodes reach this node there")
@@ -103,8 +104,16 @@ func main() {
 	default:
 		log.Fatalf("presenced: --appendonly must be yes or no, not %q", *appendOnly)
 	}
+	switch *tlsCluster {
+	case "yes", "no":
+		tc.Cluster = *tlsCluster == "yes"
+	default:
+		log.Fatalf("presenced: --tls-cluster must be yes or no, not %q", *tlsCluster)
+	}
 	if tc.Port != 0 {
 		cfg.TLS = &tc
+	} else if tc.Cluster {
+		log.Fatalf("presenced: --tls-cluster yes needs --tls-port and its certificates")
 	}
 	cc.Dir = cfg.Dir
 	cc.Bootstrap = cc.Join == ""

@@ -466,6 +466,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--appendfsync", "sometimes"}, []string{"ppendFsync must be", `"always"`, `"everysec"`, `"no"`, `"sometimes"`}},
 		{[]string{"--port", "70000"}, []string{"port 70000"}},
 		{[]string{"--unixsocketperm", "800"}, []string{`unixsocketperm "800" is not octal`}},
+		{[]string{"--tls-cluster", "yes"}, []string{"--tls-cluster yes needs --tls-port"}},
+		{[]string{"--tls-cluster", "maybe"}, []string{"--tls-cluster must be yes or no", `"maybe"`}},
 		{[]string{"--tls-port", "6399", "--tls-cert-file", "c.pem", "--tls-key-file", "c.key"}, []string{"tls-auth-clients yes needs tls-ca-cert-file"}},
 		{[]string{"--tls-port", "6399", "--tls-cert-file", "nosuch.pem", "--tls-key-file", "c.key", "--tls-auth-clients", "no"}, []string{"tls-cert-file nosuch.pem"}},
 		{[]string{"--nosuch"}, []string{"flag provided but not defined: -nosuch"}},
