@@ -143,16 +143,7 @@ func TestTLSClients(t *testing.T) {
 		t.Error("a client without a certificate was served with tls-auth-clients yes")
 	}
 
-	nc, err := net.Dial("tcp", srv.TLSAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.Write([]byte("PING\r\n"))
-	nc.SetReadDeadline(time.Now().Add(time.Minute))
-	if got, _ := io.ReadAll(nc); strings.Contains(string(got), "PONG") {
-		t.Errorf("plain RESP on the TLS port answered %q", got)
-	}
+	expectNoPlainPong(t, srv.TLSAddr(), "the TLS port")
 
 	_, port, _ := net.SplitHostPort(srv.TLSAddr())
 	out, err := osexec.Command("redis-cli", "--tls", "--cacert", p.caFile, "--cert", p.clientCert, "--key", p.clientKey,
@@ -232,7 +223,14 @@ func TestTLSCluster(t *testing.T) {
 	waitApplied(t, srvs)
 	checkDigests(t, srvs)
 
-	nc, err := net.Dial("tcp", l.Node().RaftAddr())
+	expectNoPlainPong(t, l.Node().RaftAddr(), "a raft address with tls-cluster")
+}
+
+// expectNoPlainPong sends PING in plain RESP to addr, a TLS port, and
+// fails the test if it is answered.
+func expectNoPlainPong(t *testing.T, addr, what string) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +238,6 @@ func TestTLSCluster(t *testing.T) {
 	nc.Write([]byte("*1\r\n$4\r\nPING\r\n"))
 	nc.SetReadDeadline(time.Now().Add(time.Minute))
 	if got, _ := io.ReadAll(nc); strings.Contains(string(got), "PONG") {
-		t.Errorf("plain RESP on a raft address with tls-cluster answered %q", got)
+		t.Errorf("plain RESP on %s answered %q", what, got)
 	}
 }
