@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -142,20 +143,14 @@ func aclCat(c *client, args [][]byte) {
 		return
 	}
 	cat := strings.ToLower(string(args[2]))
-	known := false
-	for _, k := range aclCategories {
-		known = known || k == cat
-	}
-	if !known {
+	if !slices.Contains(aclCategories, cat) {
 		c.out.Error("ERR Unknown category '" + string(args[2]) + "'")
 		return
 	}
 	var names []string
 	add := func(s *proto.Spec) {
-		for _, in := range s.Categories() {
-			if in == "@"+cat {
-				names = append(names, s.FullName())
-			}
+		if slices.Contains(s.Categories(), "@"+cat) {
+			names = append(names, s.FullName())
 		}
 	}
 	for _, spec := range proto.Commands {
