@@ -119,11 +119,11 @@ func (g guardedPeers) RemoveServer(ctx context.Context, addr, id string) error {
 	return g.inner.RemoveServer(ctx, addr, id)
 }
 
-func (g guardedPeers) Handover(ctx context.Context, addr string) error {
+func (g guardedPeers) Handover(ctx context.Context, addr, to string) error {
 	if err := g.check(addr); err != nil {
 		return err
 	}
-	return g.inner.Handover(ctx, addr)
+	return g.inner.Handover(ctx, addr, to)
 }
 
 func (g guardedPeers) Applied(ctx context.Context, addr string) (uint64, error) {

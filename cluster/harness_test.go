@@ -322,12 +322,20 @@ func (p testPeers) RemoveServer(ctx context.Context, addr, id string) error {
 	return n.RemoveServer(ctx, id)
 }
 
-func (p testPeers) Handover(ctx context.Context, addr string) error {
+func (p testPeers) Handover(ctx context.Context, addr, to string) error {
 	n, err := p.to(addr)
 	if err != nil {
 		return err
 	}
-	return n.Handover(ctx, "")
+	id := ""
+	if to != "" {
+		target, err := p.to(to)
+		if err != nil {
+			return err
+		}
+		id = target.cfg.NodeID
+	}
+	return n.Handover(ctx, id)
 }
 
 func (p testPeers) Applied(_ context.Context, addr string) (uint64, error) {

@@ -1039,19 +1039,36 @@ func (n *Node) Handover(ctx context.Context, id string) error {
 	}
 }
 
-// Failover has the leader hand its leadership over as Handover(ctx, "")
+// Failover has the leader hand its leadership over as Handover(ctx, to)
 // does, from any node: a follower asks the leader, which answers once
-// another node leads. Errors: Handover's, or on a follower the leader's
-// refusal, and ErrNoLeader when no leader could be asked before ctx ended.
-func (n *Node) Failover(ctx context.Context) error {
+// another node leads. to names the voter to take over, "" the one
+// furthest ahead in the log. Errors: Handover's, or on a follower the
+// leader's refusal, and ErrNoLeader when no leader could be asked before
+// ctx ended.
+func (n *Node) Failover(ctx context.Context, to string) error {
+	toAddr := ""
+	if to != "" {
+		members, err := n.Members()
+		if err != nil {
+			return err
+		}
+		for _, m := range members {
+			if m.ID == to {
+				toAddr = m.Address
+			}
+		}
+		if toAddr == "" {
+			return memberError("node %s is not a member", to)
+		}
+	}
 	return n.withLeader(ctx, func(leader string, self bool) error {
 		if self {
-			return n.Handover(ctx, "")
+			return n.Handover(ctx, to)
 		}
 		if n.peers == nil {
 			return ErrNotLeader
 		}
-		return n.peers.Handover(ctx, leader)
+		return n.peers.Handover(ctx, leader, toAddr)
 	})
 }
 

@@ -215,6 +215,22 @@ func TestHandover(t *testing.T) {
 	if l := c.leader(); l == to {
 		t.Fatalf("%s leads on after handing over to any voter", l.id)
 	}
+	// A follower asks the leader to hand over to it (CLUSTER FAILOVER).
+	var asker *testNode
+	for _, tn := range c.nodes {
+		if tn != c.leader() {
+			asker = tn
+		}
+	}
+	if err := asker.node.Failover(c.ctx, "nosuch"); err == nil || !strings.Contains(err.Error(), "is not a member") {
+		t.Fatalf("failover to a stranger: %v", err)
+	}
+	if err := asker.node.Failover(c.ctx, asker.id); err != nil {
+		t.Fatal(err)
+	}
+	if l := c.leader(); l != asker {
+		t.Fatalf("%s leads after %s asked for the leadership", l.id, asker.id)
+	}
 	c.converge()
 	for _, tn := range c.nodes {
 		if got := read(tn.st, cmd(0, "GET", "handed"))[0]; got != "$1\r\n2\r\n" {

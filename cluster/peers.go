@@ -29,8 +29,9 @@ type Peers interface {
 	// RemoveServer has the node at addr, which must lead, remove a member.
 	RemoveServer(ctx context.Context, addr, id string) error
 	// Handover has the node at addr, which must lead, hand its leadership
-	// to the other voter furthest ahead in the log.
-	Handover(ctx context.Context, addr string) error
+	// to the voter at the raft address to, or with to "" to the other
+	// voter furthest ahead in the log.
+	Handover(ctx context.Context, addr, to string) error
 	// Applied returns the index of the latest entry the node at addr
 	// applied.
 	Applied(ctx context.Context, addr string) (uint64, error)
@@ -423,10 +424,19 @@ func (p *RESPPeers) RemoveServer(ctx context.Context, addr, id string) error {
 	return p.simple(ctx, addr, "RAFT", "REMOVE", id)
 }
 
-// Handover implements Peers with FAILOVER, which answers once another
-// node leads; its refusal on a node that does not lead is ErrNotLeader.
-func (p *RESPPeers) Handover(ctx context.Context, addr string) error {
-	err := p.simple(ctx, addr, "FAILOVER")
+// Handover implements Peers with FAILOVER (TO host port), which answers
+// once another node leads; its refusal on a node that does not lead is
+// ErrNotLeader.
+func (p *RESPPeers) Handover(ctx context.Context, addr, to string) error {
+	args := []string{"FAILOVER"}
+	if to != "" {
+		host, port, err := net.SplitHostPort(to)
+		if err != nil {
+			return err
+		}
+		args = append(args, "TO", host, port)
+	}
+	err := p.simple(ctx, addr, args...)
 	if re := (*RemoteError)(nil); errors.As(err, &re) && re.Reply == proto.ErrFailoverReplica {
 		return ErrNotLeader
 	}

@@ -300,7 +300,7 @@ func (s *Server) sentinelFailover(c *client) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.LeaderWait+2*cfg.ElectionTimeout)
 	defer cancel()
 	var remote *cluster.RemoteError
-	switch err := s.node.Failover(ctx); {
+	switch err := s.node.Failover(ctx, ""); {
 	case err == nil:
 		c.out.OK()
 	case errors.Is(err, cluster.ErrAlone):
