@@ -390,6 +390,41 @@ func TestScanMatchAndExpired(t *testing.T) {
 	}
 }
 
+// TestEachKey checks that EachKey visits every live key of one database
+// once, skips expired keys, and stops when asked to.
+func TestEachKey(t *testing.T) {
+	s := New()
+	want := map[string]bool{}
+	for i := range 100 {
+		k := "k" + strconv.Itoa(i)
+		switch i % 4 {
+		case 0:
+			do(s, testNow, "SET "+k+" v PX 10")
+		case 1:
+			execAt(s, testNow, 3, []byte("SET"), []byte(k), []byte("v"))
+		default:
+			do(s, testNow, "SET "+k+" v")
+			want[k] = true
+		}
+	}
+	got := map[string]bool{}
+	s.EachKey(0, testNow+11, func(key string) bool {
+		if got[key] {
+			t.Errorf("%s visited twice", key)
+		}
+		got[key] = true
+		return true
+	})
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+	visits := 0
+	s.EachKey(0, testNow+11, func(string) bool { visits++; return visits < 5 })
+	if visits != 5 {
+		t.Fatalf("%d visits after asking to stop at the fifth", visits)
+	}
+}
+
 func TestRandomkeyCoversKeys(t *testing.T) {
 	s := New()
 	for i := range 5 {

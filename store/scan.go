@@ -181,6 +181,19 @@ func keys(c *ctx, args [][]byte) {
 	c.writeKeys(found)
 }
 
+// EachKey calls f with each live key of database db at time now (unix
+// ms), in the index's order, until f returns false. It holds the read
+// lock throughout, so f must not call the store.
+func (s *Store) EachKey(db int, now int64, f func(key string) bool) {
+	var out Replies
+	s.read(now, &out, func(c *ctx) bool {
+		s.mu.dbs[db].index.Scan(func(e *entry) bool {
+			return !c.alive(e) || f(e.key)
+		})
+		return true
+	})
+}
+
 func (c *ctx) writeKeys(keys []string) {
 	c.w.Array(len(keys))
 	for _, k := range keys {
