@@ -15,17 +15,19 @@ run: build
 	./$(BIN) --port $(PORT) --dir $(DIR)
 
 # A local three-node cluster: clients on ports 7001-7003, raft on
-# 7101-7103, data in $(DIR)/cluster. Ctrl-C stops it.
+# 7101-7103, data in $(DIR)/cluster, answering CLUSTER for clients built
+# for Redis Cluster. Ctrl-C stops it.
 cluster: build
 	@mkdir -p $(DIR)/cluster
 	@trap 'trap - INT TERM EXIT; kill 0 2>/dev/null' INT TERM EXIT; \
-	./$(BIN) --node-id n1 --port 7001 --raft-addr 127.0.0.1:7101 --dir $(DIR)/cluster/n1 2>$(DIR)/cluster/n1.log & \
-	./$(BIN) --node-id n2 --port 7002 --raft-addr 127.0.0.1:7102 --dir $(DIR)/cluster/n2 --join 127.0.0.1:7001 2>$(DIR)/cluster/n2.log & \
-	./$(BIN) --node-id n3 --port 7003 --raft-addr 127.0.0.1:7103 --dir $(DIR)/cluster/n3 --join 127.0.0.1:7001 2>$(DIR)/cluster/n3.log & \
+	./$(BIN) --node-id n1 --port 7001 --raft-addr 127.0.0.1:7101 --dir $(DIR)/cluster/n1 --cluster-enabled yes 2>$(DIR)/cluster/n1.log & \
+	./$(BIN) --node-id n2 --port 7002 --raft-addr 127.0.0.1:7102 --dir $(DIR)/cluster/n2 --cluster-enabled yes --join 127.0.0.1:7001 2>$(DIR)/cluster/n2.log & \
+	./$(BIN) --node-id n3 --port 7003 --raft-addr 127.0.0.1:7103 --dir $(DIR)/cluster/n3 --cluster-enabled yes --join 127.0.0.1:7001 2>$(DIR)/cluster/n3.log & \
 	echo "presenced cluster: nodes n1, n2, n3 at 127.0.0.1:7001, :7002, :7003 (logs in $(DIR)/cluster/)"; \
 	echo "  redis-cli -p 7002 SETBIT online 42 1   # any node takes writes"; \
 	echo "  redis-cli -p 7001 ROLE; redis-cli -p 7003 RAFT INFO"; \
 	echo "  Sentinel clients: sentinels 127.0.0.1:7001,7002,7003, master name mymaster"; \
+	echo "  Redis Cluster clients: any node, e.g. redis-cli -c -p 7001 CLUSTER SLOTS"; \
 	echo "Ctrl-C stops the cluster; its data stays in $(DIR)/cluster."; \
 	wait
 

@@ -304,14 +304,16 @@ var groupNames = map[string]string{
 	"password_username_password": "authentication",
 	"yes_no":                     "mode",
 	"write_all":                  "mode",
+	"force_takeover":             "options",
 }
 
 // commandGroupNames are the names of groups that depend on the command,
 // where groupNames's would not do.
 var commandGroupNames = map[string]string{
-	"client|no-evict on_off":   "enabled",
-	"acl|log count_reset":      "operation",
-	"module|loadex name_value": "configs",
+	"client|no-evict on_off":                         "enabled",
+	"acl|log count_reset":                            "operation",
+	"module|loadex name_value":                       "configs",
+	"cluster|setslot node-id_node-id_node-id_stable": "subcommand",
 }
 
 // argTypes maps argument names to their types; names not listed are
@@ -324,7 +326,8 @@ var argTypes = map[string]ArgType{
 	"index": ArgInteger, "index1": ArgInteger, "index2": ArgInteger, "db": ArgInteger,
 	"destination-db": ArgInteger, "bits": ArgInteger, "cursor": ArgInteger, "protover": ArgInteger,
 	"client-id": ArgInteger, "bit": ArgInteger, "port": ArgInteger, "numreplicas": ArgInteger,
-	"ttl": ArgInteger, "frequency": ArgInteger,
+	"ttl": ArgInteger, "frequency": ArgInteger, "slot": ArgInteger, "start-slot": ArgInteger,
+	"end-slot": ArgInteger, "config-epoch": ArgInteger, "cluster_bus_port": ArgInteger,
 }
 
 // commandArgTypes are the types that depend on the command: "value" is a
@@ -337,6 +340,7 @@ var commandArgTypes = map[string]ArgType{
 	"incrbyfloat increment": ArgDouble,
 	"lcs len":               ArgInteger,
 	"client|pause timeout":  ArgInteger,
+	"cluster|keyslot key":   ArgString,
 }
 
 // argBuilder turns parsed synopsis nodes into Args.

@@ -45,6 +45,8 @@ func init() {
 		"memory":    memory,
 		"readonly":  readonly,
 		"readwrite": readwrite,
+		"asking":    asking,
+		"cluster":   clusterCommand,
 		"role":      role,
 		"wait":      wait,
 		"failover":  failover,
@@ -267,7 +269,7 @@ func hello(c *client, args [][]byte) {
 	c.out.BulkString("id")
 	c.out.Int(c.id)
 	c.out.BulkString("mode")
-	c.out.BulkString("standalone")
+	c.out.BulkString(c.s.settings.current().redisMode())
 	c.out.BulkString("role")
 	c.out.BulkString("master")
 	c.out.BulkString("modules")

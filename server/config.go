@@ -75,6 +75,10 @@ type Config struct {
 	// client built for Sentinel asks for the master by this name, as it
 	// was configured with Sentinel (see sentinel.go).
 	MasterName string
+	// ClusterEnabled is cluster-enabled: whether the node answers CLUSTER
+	// and ASKING as a node of Redis Cluster does (see clustermode.go),
+	// rather than as a Redis server without cluster support.
+	ClusterEnabled bool
 	// MetricsKeys are glob patterns of the keys whose set bits Collector
 	// reports, e.g. "online:bitmap:*" (see store.Store.BitCounts for what
 	// a pattern costs).

@@ -596,7 +596,7 @@ func infoCommand(c *client, args [][]byte) {
 		{"errorstats", true, c.s.infoErrorStats},
 		{"commandstats", false, c.s.infoCommandStats},
 		{"latencystats", false, c.s.infoLatencyStats},
-		{"cluster", true, infoCluster},
+		{"cluster", true, c.s.infoCluster},
 		{"keyspace", true, c.s.infoKeyspace},
 		{"history", true, c.s.infoHistory},
 	}
@@ -619,8 +619,8 @@ func (s *Server) infoServer(b *strings.Builder) {
 	}
 	up := time.Since(s.started)
 	exe, _ := os.Executable()
-	fmt.Fprintf(b, "# Server\r\nredis_version:%s\r\npresenced_version:%s\r\nredis_mode:standalone\r\nos:%s\r\narch_bits:64\r\ngo_version:%s\r\nprocess_id:%d\r\nrun_id:%s\r\ntcp_port:%d\r\nserver_time_usec:%d\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\nhz:%d\r\nconfigured_hz:%d\r\nexecutable:%s\r\nconfig_file:\r\nio_threads_active:0\r\n",
-		redisVersion, Version, runtime.GOOS+" "+runtime.GOARCH, runtime.Version(), os.Getpid(), s.runID, cfg.Port,
+	fmt.Fprintf(b, "# Server\r\nredis_version:%s\r\npresenced_version:%s\r\nredis_mode:%s\r\nos:%s\r\narch_bits:64\r\ngo_version:%s\r\nprocess_id:%d\r\nrun_id:%s\r\ntcp_port:%d\r\nserver_time_usec:%d\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\nhz:%d\r\nconfigured_hz:%d\r\nexecutable:%s\r\nconfig_file:\r\nio_threads_active:0\r\n",
+		redisVersion, Version, cfg.redisMode(), runtime.GOOS+" "+runtime.GOARCH, runtime.Version(), os.Getpid(), s.runID, cfg.Port,
 		time.Now().UnixMicro(), int64(up.Seconds()), int64(up.Hours()/24), cfg.hz(), cfg.hz(), exe)
 }
 
@@ -697,10 +697,15 @@ func (s *Server) infoCommandStats(b *strings.Builder) {
 	}
 }
 
-// infoCluster is INFO's Cluster section: presenced's replication is its
-// own, not Redis Cluster's, whose commands it does not have.
-func infoCluster(b *strings.Builder) {
-	b.WriteString("# Cluster\r\ncluster_enabled:0\r\n")
+// infoCluster is INFO's Cluster section: whether the node answers as a
+// node of Redis Cluster (see clustermode.go).
+func (s *Server) infoCluster(b *strings.Builder) {
+	b.WriteString("# Cluster\r\ncluster_enabled:")
+	if s.settings.current().ClusterEnabled {
+		b.WriteString("1\r\n")
+	} else {
+		b.WriteString("0\r\n")
+	}
 }
 
 func (s *Server) infoKeyspace(b *strings.Builder) {

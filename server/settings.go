@@ -69,6 +69,7 @@ var parameters = []parameter{
 	{name: "tls-ca-cert-file", get: func(c *Config) string { return c.tlsSetting().CACertFile }},
 	{name: "tls-auth-clients", get: func(c *Config) string { return c.tlsSetting().AuthClients }},
 	{name: "tls-cluster", get: func(c *Config) string { return yesNo(c.tlsSetting().Cluster) }},
+	{name: "cluster-enabled", get: func(c *Config) string { return yesNo(c.ClusterEnabled) }},
 	{name: "databases", get: func(*Config) string { return "16" }},
 	{name: "requirepass",
 		get: func(c *Config) string { return c.RequirePass },

@@ -51,13 +51,13 @@ func main() {
 	fs.StringVar(&tc.KeyFile, "tls-key-file", "", "the TLS port's private key (PEM)")
 	fs.StringVar(&tc.CACertFile, "tls-ca-cert-file", "", "certificates (PEM) that TLS clients' certificates must chain to")
 	fs.StringVar(&tc.AuthClients, "tls-auth-clients", tc.AuthClients, "yes: TLS clients must show a certificate; optional: checked if shown; no: not asked for")
-	tlsCluster := fs.String("tls-cluster", "no", "yes: nodes call on each other over TLS too, with --tls-cert-file as their certificate, checked against --tls-ca-cert-file")
+	yesNoFlag(fs, &tc.Cluster, "tls-cluster", "yes: nodes call on each other over TLS too, with --tls-cert-file as their certificate, checked against --tls-ca-cert-file")
 	cc := &cfg.Cluster
 	fs.StringVar(&cc.NodeID, "node-id", cc.NodeID, "this node's name in the cluster, never reused")
 	fs.StringVar(&cc.RaftAddr, "raft-addr", cc.RaftAddr, "host:port for raft and other nodes' calls; other nodes reach this node there")
 	fs.StringVar(&cc.RaftAdvertise, "raft-advertise", "", "host:port other nodes reach --raft-addr at, if different (behind a proxy or NAT)")
 	fs.StringVar(&cc.Join, "join", "", "host:port of any member's client port: join that cluster (when --dir holds no cluster yet)")
-	appendOnly := fs.String("appendonly", "yes", "yes: keep the raft log and snapshots in --dir, to restart with the data; no: in memory")
+	yesNoFlag(fs, &cc.AppendOnly, "appendonly", "yes: keep the raft log and snapshots in --dir, to restart with the data; no: in memory")
 	fs.StringVar(&cc.AppendFsync, "appendfsync", cc.AppendFsync, "always: fsync before acknowledging; everysec: once a second; no: leave it to the OS")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's pprof profiles over HTTP on this address (e.g. 127.0.0.1:6060)")
 	var bitTTL []store.BitTTLRule
@@ -85,6 +85,7 @@ func main() {
 		hc.Keys = append(hc.Keys, keys...)
 		return err
 	})
+	yesNoFlag(fs, &cfg.ClusterEnabled, "cluster-enabled", "yes: answer CLUSTER as Redis Cluster's nodes do, one shard holding every slot, for clients built for Redis Cluster")
 	fs.StringVar(&cfg.MasterName, "master-name", cfg.MasterName, "the master name SENTINEL answers for: clients built for Redis Sentinel find the leader by it")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics over HTTP at /metrics on this address (e.g. 127.0.0.1:9121)")
 	fs.Func("metrics-keys", "glob pattern of the keys whose set bits the metrics report, e.g. 'online:bitmap:*' (repeatable or comma-separated; default none)", func(v string) error {
@@ -97,18 +98,6 @@ func main() {
 	if *version {
 		fmt.Println("presenced", server.Version)
 		return
-	}
-	switch *appendOnly {
-	case "yes", "no":
-		cc.AppendOnly = *appendOnly == "yes"
-	default:
-		log.Fatalf("presenced: --appendonly must be yes or no, not %q", *appendOnly)
-	}
-	switch *tlsCluster {
-	case "yes", "no":
-		tc.Cluster = *tlsCluster == "yes"
-	default:
-		log.Fatalf("presenced: --tls-cluster must be yes or no, not %q", *tlsCluster)
 	}
 	if tc.Port != 0 {
 		cfg.TLS = &tc
@@ -212,4 +201,24 @@ func serveMetrics(addr string, srv *server.Server) error {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	go func() { log.Printf("presenced: metrics: %v", http.Serve(ln, mux)) }()
 	return nil
+}
+
+// yesNoFlag defines a flag that sets *p from "yes" or "no", as redis.conf
+// spells such settings; its default is *p.
+func yesNoFlag(fs *flag.FlagSet, p *bool, name, usage string) {
+	fs.Func(name, fmt.Sprintf("%s (default %s)", usage, yesNo(*p)), func(v string) error {
+		switch v {
+		case "yes", "no":
+			*p = v == "yes"
+			return nil
+		}
+		return fmt.Errorf("--%s must be yes or no, not %q", name, v)
+	})
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
