@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -490,5 +491,55 @@ func TestClusterClientsOfOtherLanguages(t *testing.T) {
 				t.Error("no GETBIT reached a replica")
 			}
 		})
+	}
+}
+
+// TestClusterOverTLS checks that a client on the TLS port is given the
+// nodes' TLS ports, and a client on the plain port their plain ports, so
+// that go-redis's client for Redis Cluster over TLS reaches every node.
+func TestClusterOverTLS(t *testing.T) {
+	p := newTestPKI(t)
+	srvs := startCluster(t, 3, enableCluster, func(c *Config) { c.TLS = p.tlsConfig("yes") })
+	l := clusterLeader(t, srvs)
+	tlsConfig := &tls.Config{RootCAs: p.roots, Certificates: []tls.Certificate{p.client}}
+	ctx := context.Background()
+	for _, s := range srvs {
+		for _, overTLS := range []bool{false, true} {
+			opts := &redis.Options{Addr: s.Addr()}
+			if overTLS {
+				opts = &redis.Options{Addr: s.TLSAddr(), TLSConfig: tlsConfig}
+			}
+			rdb := redis.NewClient(opts)
+			defer rdb.Close()
+			shards, err := rdb.ClusterShards(ctx).Result()
+			if err != nil || len(shards) != 1 {
+				t.Fatalf("CLUSTER SHARDS: %+v, %v", shards, err)
+			}
+			var got, want []string
+			for _, n := range shards[0].Nodes {
+				got = append(got, net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10)))
+			}
+			for _, o := range srvs {
+				if overTLS {
+					want = append(want, o.TLSAddr())
+				} else {
+					want = append(want, o.Addr())
+				}
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("CLUSTER SHARDS (TLS: %v) on %s: %v, want %v", overTLS, s.Node().Config().NodeID, got, want)
+			}
+		}
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{clusterFollowers(srvs, l)[0].TLSAddr()}, TLSConfig: tlsConfig, ReadOnly: true})
+	t.Cleanup(func() { rdb.Close() })
+	if err := rdb.SetBit(ctx, "online", 42, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, srvs)
+	if v, err := rdb.GetBit(ctx, "online", 42).Result(); v != 1 || err != nil {
+		t.Fatalf("GETBIT over TLS from a replica: %d, %v", v, err)
 	}
 }

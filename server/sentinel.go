@@ -32,18 +32,35 @@ import (
 const sentinelTimeout = time.Second
 
 // sentinelState is what the server remembers for Sentinel's API: the
-// client address of each member it learnt, by raft address, and the
+// client addresses of each member it learnt, by raft address, and the
 // latest leader it knew.
 type sentinelState struct {
-	mu         sync.Mutex
-	clientAddr map[string]string
-	leader     string // raft address
+	mu     sync.Mutex
+	addrs  map[string]clientAddrs
+	leader string // raft address
 }
+
+// clientAddrs are the addresses a member serves clients at: its plain
+// port's and its TLS port's ("" without one).
+type clientAddrs struct{ plain, tls string }
 
 // clientAddr is the address clients reach this node at: its listener's,
 // with the host of its raft address when it listens on every interface.
-func (s *Server) clientAddr() string {
-	host, port := splitAddr(s.Addr())
+func (s *Server) clientAddr() string { return s.reachable(s.Addr()) }
+
+// tlsClientAddr is the address TLS clients reach this node at, as
+// clientAddr, or "" without a TLS port.
+func (s *Server) tlsClientAddr() string {
+	if addr := s.TLSAddr(); addr != "" {
+		return s.reachable(addr)
+	}
+	return ""
+}
+
+// reachable is addr, a listener's address, with the host of the node's
+// raft address when the listener is on every interface.
+func (s *Server) reachable(addr string) string {
+	host, port := splitAddr(addr)
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host, _ = splitAddr(s.advertisedRaftAddr())
 	}
@@ -71,25 +88,27 @@ func (s *Server) memberClientAddr(ctx context.Context, raftAddr string) (string,
 		return s.clientAddr(), true
 	}
 	info, err := s.node.PeerInfo(ctx, raftAddr)
-	return s.noteClientAddr(raftAddr, info, err)
+	addrs, ok := s.noteClientAddr(raftAddr, info, err)
+	return addrs.plain, ok
 }
 
-// noteClientAddr remembers the client address in info, the RAFT INFO of
-// the member at raftAddr, and returns it; when the member could not be
-// asked (err), it returns the one remembered, if any.
-func (s *Server) noteClientAddr(raftAddr string, info map[string]string, err error) (string, bool) {
+// noteClientAddr remembers the client addresses in info, the RAFT INFO of
+// the member at raftAddr, and returns them; when the member could not be
+// asked (err), it returns the ones remembered, if any.
+func (s *Server) noteClientAddr(raftAddr string, info map[string]string, err error) (clientAddrs, bool) {
 	st := &s.sentinel
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err == nil && info["client_addr"] != "" {
-		if st.clientAddr == nil {
-			st.clientAddr = make(map[string]string)
+		if st.addrs == nil {
+			st.addrs = make(map[string]clientAddrs)
 		}
-		st.clientAddr[raftAddr] = info["client_addr"]
-		return info["client_addr"], true
+		addrs := clientAddrs{plain: info["client_addr"], tls: info["tls_client_addr"]}
+		st.addrs[raftAddr] = addrs
+		return addrs, true
 	}
-	addr, ok := st.clientAddr[raftAddr]
-	return addr, ok
+	addrs, ok := st.addrs[raftAddr]
+	return addrs, ok
 }
 
 // latestLeader remembers current, the raft address of the leader known
@@ -156,10 +175,11 @@ func runID(nodeID string) string {
 // sentinelInstance is a member as SENTINEL REPLICAS and SENTINELS
 // describe it.
 type sentinelInstance struct {
-	member cluster.Member
-	addr   string            // the client address
-	down   bool              // the node could not be asked
-	info   map[string]string // its RAFT INFO
+	member  cluster.Member
+	addr    string            // the client address
+	tlsAddr string            // the TLS client address, "" without one
+	down    bool              // the node could not be asked
+	info    map[string]string // its RAFT INFO
 }
 
 // otherMembers describes the members other than the one at skip (a raft
@@ -176,15 +196,16 @@ func (s *Server) otherMembers(ctx context.Context, skip string) []sentinelInstan
 	for i := range out {
 		in := &out[i]
 		if s.isSelf(in.member.Address) {
-			in.addr = s.clientAddr()
+			in.addr, in.tlsAddr = s.clientAddr(), s.tlsClientAddr()
 			in.info = map[string]string{"applied_index": strconv.FormatUint(s.node.Applied(), 10)}
 			continue
 		}
 		wg.Go(func() {
 			info, err := s.node.PeerInfo(ctx, in.member.Address)
 			in.info, in.down = info, err != nil
-			var known bool
-			if in.addr, known = s.noteClientAddr(in.member.Address, info, err); !known {
+			addrs, known := s.noteClientAddr(in.member.Address, info, err)
+			in.addr, in.tlsAddr = addrs.plain, addrs.tls
+			if !known {
 				in.addr = in.member.Address // never reached: its raft address
 			}
 		})

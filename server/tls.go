@@ -113,3 +113,9 @@ func (s *Server) listenTLS(cfg Config) (net.Listener, error) {
 	}
 	return tls.NewListener(ln, s.tls), nil
 }
+
+// overTLS reports whether the client is connected to the TLS port.
+func (c *client) overTLS() bool {
+	_, ok := c.nc.(*tls.Conn)
+	return ok
+}
