@@ -536,7 +536,12 @@ func TestClientListCmdMatchesRedis(t *testing.T) {
 		conns[3].do("CONFIG", "GET", "maxclients")
 		conns[4].send([]byte("SET k v\r\nGETBIT k 1\r\nOBJECT ENCODING k\r\n"))
 		conns[4].replies(3)
-		dial(t, addr) // a connection that sent nothing
+		dial(t, addr) // a connection that sent nothing, listed once the server took it
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(bulkBody(t, lister.do("INFO", "clients")), "connected_clients:7\r\n"); {
+			if time.Now().After(deadline) {
+				t.Fatal("the silent connection was not taken")
+			}
+		}
 		var out []string
 		list := strings.Split(strings.TrimSuffix(bulkBody(t, lister.do("CLIENT", "LIST")), "\n"), "\n")
 		for _, line := range list {
