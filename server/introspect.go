@@ -534,6 +534,9 @@ func configSet(c *client, args [][]byte) {
 		}
 		seen[p.name] = true
 	}
+	var newTLS *tlsLoaded
+	c.s.tls.mu.Lock() // the TLS settings and their files change together
+	defer c.s.tls.mu.Unlock()
 	err := c.s.settings.update(func(cfg *Config) error {
 		for i := 2; i < len(args); i += 2 {
 			p := findParameter(string(args[i]))
@@ -544,7 +547,9 @@ func configSet(c *client, args [][]byte) {
 				return errors.New(configSetFailed(args[i], msg))
 			}
 		}
-		return nil
+		var err error
+		newTLS, err = loadTLSFor(cfg, seen)
+		return err
 	})
 	if err != nil {
 		msg := err.Error()
@@ -553,6 +558,9 @@ func configSet(c *client, args [][]byte) {
 		}
 		c.out.Error(msg)
 		return
+	}
+	if newTLS != nil {
+		c.s.tls.cur.Store(newTLS)
 	}
 	if seen["notify-keyspace-events"] {
 		c.s.updateKeyspaceSink()

@@ -7,7 +7,6 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -70,8 +69,8 @@ type Server struct {
 	quit     chan struct{}
 	wg       sync.WaitGroup
 
-	aclLog aclLog      // failed authentications, for ACL LOG
-	tls    *tls.Config // of the TLS port, nil without one
+	aclLog aclLog   // failed authentications, for ACL LOG
+	tls    tlsState // the TLS port's settings and, with tls-cluster, the raft address's
 
 	shutdown     chan struct{} // closed once a client sent SHUTDOWN
 	shutdownOnce sync.Once
@@ -91,11 +90,14 @@ func New(cfg Config) (*Server, error) {
 	s.latency = newLatencyTracker()
 	var peerTLS *cluster.PeerTLS
 	if cfg.TLS != nil {
-		tc, peers, err := cfg.TLS.load()
+		l, err := cfg.TLS.load()
 		if err != nil {
 			return nil, err
 		}
-		s.tls, peerTLS = tc, peers
+		s.tls.cur.Store(l)
+		if cfg.TLS.Cluster {
+			peerTLS = s.tls.peerTLS()
+		}
 	}
 	s.settings.init(cfg)
 	s.watchBitEvents()

@@ -64,10 +64,21 @@ var parameters = []parameter{
 	{name: "unixsocket", get: func(c *Config) string { return c.UnixSocket }},
 	{name: "unixsocketperm", get: func(c *Config) string { return strconv.FormatUint(uint64(c.UnixSocketPerm), 8) }},
 	{name: "tls-port", get: func(c *Config) string { return strconv.Itoa(c.tlsSetting().Port) }},
-	{name: "tls-cert-file", get: func(c *Config) string { return c.tlsSetting().CertFile }},
-	{name: "tls-key-file", get: func(c *Config) string { return c.tlsSetting().KeyFile }},
-	{name: "tls-ca-cert-file", get: func(c *Config) string { return c.tlsSetting().CACertFile }},
-	{name: "tls-auth-clients", get: func(c *Config) string { return c.tlsSetting().AuthClients }},
+	{name: "tls-cert-file", get: func(c *Config) string { return c.tlsSetting().CertFile },
+		set: tlsSetter(func(c *TLSConfig, v string) string { c.CertFile = v; return "" })},
+	{name: "tls-key-file", get: func(c *Config) string { return c.tlsSetting().KeyFile },
+		set: tlsSetter(func(c *TLSConfig, v string) string { c.KeyFile = v; return "" })},
+	{name: "tls-ca-cert-file", get: func(c *Config) string { return c.tlsSetting().CACertFile },
+		set: tlsSetter(func(c *TLSConfig, v string) string { c.CACertFile = v; return "" })},
+	{name: "tls-auth-clients", get: func(c *Config) string { return c.tlsSetting().AuthClients },
+		set: tlsSetter(func(c *TLSConfig, v string) string {
+			switch v = strings.ToLower(v); v {
+			case "yes", "no", "optional":
+				c.AuthClients = v
+				return ""
+			}
+			return "argument(s) must be one of the following: no, yes, optional"
+		})},
 	{name: "tls-cluster", get: func(c *Config) string { return yesNo(c.tlsSetting().Cluster) }},
 	{name: "cluster-enabled", get: func(c *Config) string { return yesNo(c.ClusterEnabled) }},
 	{name: "databases", get: func(*Config) string { return "16" }},

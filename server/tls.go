@@ -8,6 +8,9 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/presenced/presenced/cluster"
 )
@@ -65,53 +68,146 @@ func (c TLSConfig) Validate() error {
 	return nil
 }
 
-// load reads the certificates and returns the TLS settings of the
-// clients' port and, with Cluster, of the raft address (else nil); an
-// error names the file it could not use.
-func (c TLSConfig) load() (*tls.Config, *cluster.PeerTLS, error) {
+// tlsState is the TLS settings in force, loaded from the files the tls-*
+// settings name. CONFIG SET of one of them loads the files again and swaps
+// the result in whole: connections made from then on, of clients and
+// between nodes, use it, while established ones go on as they began.
+type tlsState struct {
+	mu  sync.Mutex // serializes reloads
+	cur atomic.Pointer[tlsLoaded]
+}
+
+// tlsLoaded is one loading of the tls-* files.
+type tlsLoaded struct {
+	clients    *tls.Config // the TLS port's
+	peerServer *tls.Config // the raft address's, for the nodes that call
+	cert       *tls.Certificate
+	roots      *x509.CertPool // the CA certificates, nil without
+}
+
+// load reads the certificates c names; an error names the file it could
+// not use.
+func (c TLSConfig) load() (*tlsLoaded, error) {
 	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("server: tls-cert-file %s, tls-key-file %s: %w", c.CertFile, c.KeyFile, err)
+		return nil, fmt.Errorf("server: tls-cert-file %s, tls-key-file %s: %w", c.CertFile, c.KeyFile, err)
 	}
-	// Redis's default tls-protocols: TLS 1.2 and 1.3.
-	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	l := &tlsLoaded{cert: &cert}
 	if c.CACertFile != "" {
 		pem, err := os.ReadFile(c.CACertFile)
 		if err != nil {
-			return nil, nil, fmt.Errorf("server: tls-ca-cert-file: %w", err)
+			return nil, fmt.Errorf("server: tls-ca-cert-file: %w", err)
 		}
-		tc.ClientCAs = x509.NewCertPool()
-		if !tc.ClientCAs.AppendCertsFromPEM(pem) {
-			return nil, nil, fmt.Errorf("server: tls-ca-cert-file %s holds no PEM certificate", c.CACertFile)
+		l.roots = x509.NewCertPool()
+		if !l.roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("server: tls-ca-cert-file %s holds no PEM certificate", c.CACertFile)
 		}
 	}
-	var peers *cluster.PeerTLS
-	if c.Cluster {
-		server := tc.Clone()
-		server.ClientAuth = tls.RequireAndVerifyClientCert
-		client := &tls.Config{Certificates: tc.Certificates, RootCAs: tc.ClientCAs, MinVersion: tls.VersionTLS12}
-		peers = &cluster.PeerTLS{Server: server, Client: client}
-	}
+	// Redis's default tls-protocols: TLS 1.2 and 1.3.
+	l.clients = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: l.roots, MinVersion: tls.VersionTLS12}
+	l.peerServer = l.clients.Clone()
+	l.peerServer.ClientAuth = tls.RequireAndVerifyClientCert
 	switch c.AuthClients {
 	case "yes":
-		tc.ClientAuth = tls.RequireAndVerifyClientCert
+		l.clients.ClientAuth = tls.RequireAndVerifyClientCert
 	case "optional":
-		tc.ClientAuth = tls.VerifyClientCertIfGiven
+		l.clients.ClientAuth = tls.VerifyClientCertIfGiven
 	}
-	return tc, peers, nil
+	return l, nil
+}
+
+// clientsConfig is the TLS port's configuration: the latest loading's.
+func (st *tlsState) clientsConfig() *tls.Config {
+	return &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		return st.cur.Load().clients, nil
+	}}
+}
+
+// peerTLS is the raft address's configuration with tls-cluster: each node
+// shows the latest loading's certificate and checks the others' against
+// the latest loading's CA certificates, both ways.
+func (st *tlsState) peerTLS() *cluster.PeerTLS {
+	return &cluster.PeerTLS{
+		Server: &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return st.cur.Load().peerServer, nil
+		}},
+		Client: &tls.Config{
+			MinVersion: tls.VersionTLS12,
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+				return st.cur.Load().cert, nil
+			},
+			// The check of the chain is VerifyConnection's, against the CA
+			// certificates of the moment: a tls.Config's roots are fixed.
+			InsecureSkipVerify: true,
+			VerifyConnection: func(cs tls.ConnectionState) error {
+				return verifyServer(cs, st.cur.Load().roots)
+			},
+		},
+	}
+}
+
+// verifyServer checks the certificate a node showed as crypto/tls does for
+// a client: that it chains to roots and names the host dialed.
+func verifyServer(cs tls.ConnectionState, roots *x509.CertPool) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("server: the node showed no certificate")
+	}
+	opts := x509.VerifyOptions{Roots: roots, DNSName: cs.ServerName, Intermediates: x509.NewCertPool()}
+	for _, c := range cs.PeerCertificates[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	_, err := cs.PeerCertificates[0].Verify(opts)
+	return err
+}
+
+// tlsParameters are the tls-* settings CONFIG SET may change: those
+// whose files are loaded again.
+var tlsParameters = []string{"tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients"}
+
+// tlsSetter returns the CONFIG SET of a tls-* setting that set changes:
+// refused without a TLS port, which presenced opens only at start.
+func tlsSetter(set func(c *TLSConfig, v string) string) func(*Config, string) string {
+	return func(c *Config, v string) string {
+		if c.TLS == nil {
+			return "presenced has no TLS port: it opens one at start, with --tls-port"
+		}
+		tc := *c.TLS // c is a copy, but c.TLS the settings in force
+		if msg := set(&tc, v); msg != "" {
+			return msg
+		}
+		c.TLS = &tc
+		return ""
+	}
+}
+
+// loadTLSFor loads the files of the TLS settings in cfg when CONFIG SET
+// changes one of them (seen), returning nil when it changes none, or the
+// error reply that refuses the change.
+func loadTLSFor(cfg *Config, seen map[string]bool) (*tlsLoaded, error) {
+	for _, name := range tlsParameters {
+		if !seen[name] {
+			continue
+		}
+		l, err := cfg.TLS.load()
+		if err != nil {
+			return nil, errors.New(configSetFailed([]byte(name), "Unable to update TLS configuration: "+strings.TrimPrefix(err.Error(), "server: ")))
+		}
+		return l, nil
+	}
+	return nil, nil
 }
 
 // listenTLS opens the TLS port on the bind address, or returns nil when
 // the server has none.
 func (s *Server) listenTLS(cfg Config) (net.Listener, error) {
-	if s.tls == nil {
+	if cfg.TLS == nil {
 		return nil, nil
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.TLS.Port)))
 	if err != nil {
 		return nil, err
 	}
-	return tls.NewListener(ln, s.tls), nil
+	return tls.NewListener(ln, s.tls.clientsConfig()), nil
 }
 
 // overTLS reports whether the client is connected to the TLS port.

@@ -15,6 +15,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -240,4 +241,95 @@ func expectNoPlainPong(t *testing.T, addr, what string) {
 	if got, _ := io.ReadAll(nc); strings.Contains(string(got), "PONG") {
 		t.Errorf("plain RESP on %s answered %q", what, got)
 	}
+}
+
+// TestTLSConfigSetReloads changes the TLS port's certificates with CONFIG
+// SET: files that do not load are refused and change nothing; new ones
+// serve the connections made after, while one made before goes on.
+func TestTLSConfigSetReloads(t *testing.T) {
+	p, p2 := newTestPKI(t), newTestPKI(t)
+	srv := startServer(t, func(c *Config) { c.TLS = p.tlsConfig("yes") })
+	ctx := context.Background()
+	client := func(q *testPKI) *redis.Client {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.TLSAddr(), MaxRetries: -1,
+			TLSConfig: &tls.Config{RootCAs: q.roots, Certificates: []tls.Certificate{q.client}}})
+		t.Cleanup(func() { rdb.Close() })
+		return rdb
+	}
+	before := client(p)
+	if err := before.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	plain := dial(t, srv.Addr())
+	plain.expect("-ERR CONFIG SET failed (possibly related to argument 'tls-auth-clients') - argument(s) must be one of the following: no, yes, optional\r\n",
+		"CONFIG", "SET", "tls-auth-clients", "maybe")
+	if got := plain.do("CONFIG", "SET", "tls-cert-file", filepath.Join(p.dir, "nosuch.pem")); !strings.HasPrefix(got,
+		"-ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - Unable to update TLS configuration: tls-cert-file ") {
+		t.Errorf("CONFIG SET of a missing certificate: %q", got)
+	}
+	plain.expect("*2\r\n"+bulk("tls-cert-file")+bulk(p.serverCert), "CONFIG", "GET", "tls-cert-file")
+	if err := client(p).Ping(ctx).Err(); err != nil {
+		t.Fatalf("after a refused change: %v", err)
+	}
+
+	plain.expect("+OK\r\n", "CONFIG", "SET", "tls-cert-file", p2.serverCert, "tls-key-file", p2.serverKey, "tls-ca-cert-file", p2.caFile)
+	if err := client(p).Ping(ctx).Err(); err == nil {
+		t.Error("a client of the former CA was served after the change")
+	}
+	if v, err := client(p2).Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Errorf("a client of the new CA: %q, %v", v, err)
+	}
+	if err := before.Get(ctx, "k").Err(); err != nil {
+		t.Errorf("the connection made before the change: %v", err)
+	}
+	plain.expect("+OK\r\n", "CONFIG", "SET", "tls-auth-clients", "no")
+	anon := redis.NewClient(&redis.Options{Addr: srv.TLSAddr(), TLSConfig: &tls.Config{RootCAs: p2.roots}})
+	defer anon.Close()
+	if err := anon.Ping(ctx).Err(); err != nil {
+		t.Errorf("a client without a certificate after tls-auth-clients no: %v", err)
+	}
+
+	noTLS := dial(t, startServer(t).Addr())
+	noTLS.expect("-ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - presenced has no TLS port: it opens one at start, with --tls-port\r\n",
+		"CONFIG", "SET", "tls-cert-file", p.serverCert)
+}
+
+// TestTLSClusterConfigSetReloads moves a tls-cluster to new certificates
+// of a new CA, node by node, each trusting both CAs meanwhile; then a
+// node that knows only the new CA joins: it calls the leader and is
+// called by it, which works only if the leader shows and checks the new
+// certificates both ways.
+func TestTLSClusterConfigSetReloads(t *testing.T) {
+	p, p2 := newTestPKI(t), newTestPKI(t)
+	tlsCluster := func(q *testPKI) func(*Config) {
+		return func(c *Config) {
+			c.TLS = q.tlsConfig("yes")
+			c.TLS.Cluster = true
+		}
+	}
+	srvs := startCluster(t, 3, tlsCluster(p))
+	both := filepath.Join(t.TempDir(), "both.pem")
+	var bundle []byte
+	for _, f := range []string{p.caFile, p2.caFile} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bundle = append(bundle, b...)
+	}
+	if err := os.WriteFile(both, bundle, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range srvs {
+		c := dial(t, s.Addr())
+		c.expect("+OK\r\n", "CONFIG", "SET", "tls-cert-file", p2.serverCert, "tls-key-file", p2.serverKey, "tls-ca-cert-file", both)
+		c.expect(":0\r\n", "SETBIT", "rotated", strconv.Itoa(i), "1")
+	}
+	joiner := startServer(t, clusterMember(3, srvs[0].Addr()), tlsCluster(p2))
+	srvs = append(srvs, joiner)
+	dial(t, joiner.Addr()).expect(":0\r\n", "SETBIT", "rotated", "3", "1")
+	waitApplied(t, srvs)
+	checkDigests(t, srvs)
+	dial(t, joiner.Addr()).expect(":4\r\n", "BITCOUNT", "rotated")
 }
