@@ -212,6 +212,14 @@ func TestClusterOfThreeNodes(t *testing.T) {
 	srvs := startCluster(t, 3, enableCluster)
 	l := clusterLeader(t, srvs)
 	checkClusterView(t, srvs, l)
+	// redis-cli's check of a Redis Cluster finds one master, with two
+	// replicas, covering every slot.
+	out, err := osexec.Command(requireTool(t, "redis-cli"), "--cluster", "check", clusterFollowers(srvs, l)[0].Addr()).CombinedOutput()
+	for _, want := range []string{"16384 slots | 2 slaves.", "[OK] All nodes agree about slots configuration.", "[OK] All 16384 slots covered."} {
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("redis-cli --cluster check does not say %q: %v\n%s", want, err, out)
+		}
+	}
 
 	for _, s := range srvs {
 		c := dial(t, s.Addr())
