@@ -626,6 +626,7 @@ var table = []*Spec{
 			{Name: "docs", Since: "7.0.0", Complexity: "O(N) where N is the number of commands to look up", Arity: -2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get array of specific Redis command documentation", Syntax: "[command-name [command-name ...]]"},
 			{Name: "info", Complexity: "O(N) where N is the number of commands to look up", History: [][2]string{{"7.0.0", "Allowed to be called with no argument to get info on all commands."}}, Arity: -2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get array of specific Redis command details, or all when no argument is given.", Syntax: "[command-name [command-name ...]]"},
 			{Name: "list", Since: "7.0.0", Arity: -2, Flags: Loading | Stale, ACL: CatConnection, Summary: "Get an array of Redis command names", Syntax: "[FILTERBY <MODULE module-name | ACLCAT category | PATTERN pattern>]"},
+			{Name: "getkeys", Complexity: "O(N) where N is the number of arguments to the command", Arity: -4, Flags: Loading | Stale, ACL: CatConnection, Summary: "Extract keys given a full Redis command"},
 		}},
 	{Name: "acl", Arity: -2, Group: "server", Since: "6.0.0",
 		Summary:    "A container for Access List Control commands ",

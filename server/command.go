@@ -53,14 +53,73 @@ func commandCommand(c *client, args [][]byte) {
 				writeCommandDocs(&c.out.Writer, spec)
 			}
 		}
+	case "getkeys":
+		commandGetKeys(c, args[2:])
 	default:
 		c.help("COMMAND",
 			"(no subcommand)", "    Return details about all commands.",
 			"COUNT", "    Return the total number of commands in this server.",
 			"LIST", "    Return a list of all commands in this server.",
 			"INFO [<command-name> ...]", "    Return details about multiple commands.",
-			"DOCS [<command-name> ...]", "    Return documentation details about multiple commands.")
+			"DOCS [<command-name> ...]", "    Return documentation details about multiple commands.",
+			"GETKEYS <full-command>", "    Return the keys from a full Redis command.")
 	}
+}
+
+// commandGetKeys answers COMMAND GETKEYS for call, a command with its
+// arguments: the keys it names, found as Redis finds them.
+func commandGetKeys(c *client, call [][]byte) {
+	spec := proto.Lookup(call[0])
+	if spec != nil && len(spec.Subcommands) > 0 {
+		spec = spec.Sub(call[1])
+	}
+	switch {
+	case spec == nil:
+		c.out.Error("ERR Invalid command specified")
+		return
+	case spec.FirstKey == 0 && spec.Flags&proto.MovableKeys == 0:
+		c.out.Error("ERR The command has no key arguments")
+		return
+	case !spec.CheckArity(len(call)):
+		c.out.Error("ERR Invalid number of arguments specified for command")
+		return
+	}
+	var keys [][]byte
+	if spec.Name == "migrate" {
+		keys = migrateKeys(call)
+	} else {
+		spec.EachKey(call, func(key []byte) { keys = append(keys, key) })
+	}
+	if len(keys) == 0 {
+		c.out.Error("ERR Invalid arguments specified for command")
+		return
+	}
+	c.out.Array(len(keys))
+	for _, k := range keys {
+		c.out.Bulk(k)
+	}
+}
+
+// migrateKeys returns the keys of a MIGRATE call, as Redis finds them:
+// the key argument, or with an empty one the arguments after KEYS (the
+// empty key when none follows), and none for a key argument beside KEYS.
+func migrateKeys(call [][]byte) [][]byte {
+	// The options before KEYS, with the arguments each takes.
+	skip := map[string]int{"copy": 0, "replace": 0, "auth": 1, "auth2": 2}
+	for i := 6; i < len(call); i++ {
+		opt := strings.ToLower(string(call[i]))
+		if opt == "keys" {
+			if len(call[3]) > 0 {
+				return nil
+			}
+			if i+1 < len(call) {
+				return call[i+1:]
+			}
+			break
+		}
+		i += skip[opt]
+	}
+	return call[3:4]
 }
 
 // requestedSpecs resolves command names ("get", "client|list"); all
