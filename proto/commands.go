@@ -772,6 +772,18 @@ var table = []*Spec{
 		Summary:    "Stop listening for messages posted to channels matching the given patterns",
 		Complexity: "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).",
 		Syntax:     "[pattern [pattern ...]]"},
+	{Name: "ssubscribe", Arity: -2, Flags: PubSub | NoScript | Loading | Stale, FirstKey: 1, LastKey: -1, Step: 1, Group: "pubsub", Since: "7.0.0",
+		Summary:    "Listen for messages published to the given shard channels",
+		Complexity: "O(N) where N is the number of shard channels to subscribe to.",
+		Syntax:     "shardchannel [shardchannel ...]"},
+	{Name: "sunsubscribe", Arity: -1, Flags: PubSub | NoScript | Loading | Stale, FirstKey: 1, LastKey: -1, Step: 1, Group: "pubsub", Since: "7.0.0",
+		Summary:    "Stop listening for messages posted to the given shard channels",
+		Complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
+		Syntax:     "[shardchannel [shardchannel ...]]"},
+	{Name: "spublish", Arity: 3, Flags: PubSub | Loading | Stale | Fast, FirstKey: 1, LastKey: 1, Step: 1, Group: "pubsub", Since: "7.0.0",
+		Summary:    "Post a message to a shard channel",
+		Complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+		Syntax:     "shardchannel message"},
 	// PUBLISH reaches the subscribers of the node it is sent to, as in
 	// Redis Cluster it counts local receivers; it is not replicated, hence
 	// not flagged may_replicate.
@@ -787,6 +799,8 @@ var table = []*Spec{
 			{Name: "numpat", Complexity: "O(1)", Arity: 2, Flags: PubSub | Loading | Stale, Summary: "Get the count of unique patterns pattern subscriptions"},
 			{Name: "channels", Complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)", Arity: -2, Flags: PubSub | Loading | Stale, Summary: "List active channels", Syntax: "[pattern]"},
 			{Name: "numsub", Complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels", Arity: -2, Flags: PubSub | Loading | Stale, Summary: "Get the count of subscribers for channels", Syntax: "[channel [channel ...]]"},
+			{Name: "shardchannels", Since: "7.0.0", Complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).", Arity: -2, Flags: PubSub | Loading | Stale, Summary: "List active shard channels", Syntax: "[pattern]"},
+			{Name: "shardnumsub", Since: "7.0.0", Complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels", Arity: -2, Flags: PubSub | Loading | Stale, Summary: "Get the count of subscribers for shard channels", Syntax: "[shardchannel [shardchannel ...]]"},
 			{Name: "help", Since: "6.2.0", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
 		}},
 	{Name: "readonly", Arity: 1, Flags: Loading | Stale | Fast, ACL: CatConnection, Group: "cluster", Since: "3.0.0",

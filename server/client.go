@@ -132,7 +132,7 @@ type client struct {
 		lastActive            time.Time
 		db                    int
 		multi                 int
-		sub, psub             int // subscriptions to channels, patterns
+		sub, psub, ssub       int // subscriptions to channels, patterns, shard channels
 		monitoring            bool
 		noEvict               bool // CLIENT NO-EVICT on, CLIENT LIST's e flag
 		resp                  int  // the protocol's version, 2 or 3
@@ -734,7 +734,7 @@ func needsGoroutine(spec *proto.Spec, args [][]byte) bool {
 	switch spec.Name {
 	case "client":
 		return len(args) > 1 && (strings.EqualFold(string(args[1]), "tracking") || strings.EqualFold(string(args[1]), "reply"))
-	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor", "raft", "failover", "info", "role", "wait", "sentinel", "migrate", "pfselftest", "sync":
+	case "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "monitor", "raft", "failover", "info", "role", "wait", "sentinel", "migrate", "pfselftest", "sync":
 		return true
 	}
 	return false

@@ -77,7 +77,9 @@ func commandGetKeys(c *client, call [][]byte) {
 	case spec == nil:
 		c.out.Error("ERR Invalid command specified")
 		return
-	case spec.FirstKey == 0 && spec.Flags&proto.MovableKeys == 0:
+	case spec.FirstKey == 0 && spec.Flags&proto.MovableKeys == 0, spec.Flags&proto.PubSub != 0:
+		// The shard channels SSUBSCRIBE, SUNSUBSCRIBE and SPUBLISH name
+		// sit where keys would, but are none.
 		c.out.Error("ERR The command has no key arguments")
 		return
 	case !spec.CheckArity(len(call)):

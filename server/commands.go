@@ -69,7 +69,10 @@ func init() {
 		"unsubscribe":  unsubscribeCommand,
 		"psubscribe":   psubscribeCommand,
 		"punsubscribe": punsubscribeCommand,
+		"ssubscribe":   ssubscribeCommand,
+		"sunsubscribe": sunsubscribeCommand,
 		"publish":      publishCommand,
+		"spublish":     spublishCommand,
 		"pubsub":       pubsubCommand,
 	}
 }

@@ -37,7 +37,7 @@ var infoLeftOut = map[string][]string{
 		"current_active_defrag_time", "current_eviction_exceeded_time", "dump_payload_sanitizations",
 		"expire_cycle_cpu_milliseconds", "expired_stale_perc", "expired_time_cap_reached_count",
 		"instantaneous_input_repl_kbps", "instantaneous_output_repl_kbps", "io_threaded_reads_processed",
-		"io_threaded_writes_processed", "pubsubshard_channels", "reply_buffer_expands", "reply_buffer_shrinks",
+		"io_threaded_writes_processed", "reply_buffer_expands", "reply_buffer_shrinks",
 		"slave_expires_tracked_keys", "total_active_defrag_time", "total_eviction_exceeded_time",
 		"total_net_repl_input_bytes", "total_net_repl_output_bytes"},
 	"replication": {"master_replid", "master_replid2", "repl_backlog_active", "repl_backlog_first_byte_offset",

@@ -431,7 +431,7 @@ func (c *client) listFlags(tracking string) string {
 		on   bool
 		flag string
 	}{
-		{c.info.monitoring, "O"}, {c.info.sub+c.info.psub > 0, "P"}, {c.info.multi >= 0, "x"},
+		{c.info.monitoring, "O"}, {c.info.sub+c.info.psub+c.info.ssub > 0, "P"}, {c.info.multi >= 0, "x"},
 		{c.isBlocked(), "b"}, {true, tracking}, {c.unix, "U"}, {c.info.noEvict, "e"},
 	} {
 		if f.on {
@@ -449,10 +449,10 @@ func (c *client) describe(now time.Time) string {
 	tracking, redir := c.s.tracking.listFlags(c) // before info: see tracking.go's lock order
 	c.info.Lock()
 	defer c.info.Unlock()
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=%d resp=%d lib-name=%s lib-ver=%s\n",
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=%d multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=%d resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.peerAddr(c.nc), c.localAddr(c.nc), c.info.name,
 		int64(now.Sub(c.created).Seconds()), int64(now.Sub(c.info.lastActive).Seconds()),
-		c.listFlags(tracking), c.info.db, c.info.sub, c.info.psub, c.info.multi, c.info.lastCmd, redir, c.info.resp, c.info.libName, c.info.libVer)
+		c.listFlags(tracking), c.info.db, c.info.sub, c.info.psub, c.info.ssub, c.info.multi, c.info.lastCmd, redir, c.info.resp, c.info.libName, c.info.libVer)
 }
 
 func configCommand(c *client, args [][]byte) {
@@ -658,7 +658,7 @@ func (s *Server) infoStats(b *strings.Builder) {
 	for _, t := range s.commandTotals() {
 		processed += t.calls
 	}
-	channels, patterns := s.pubsub.counts()
+	subs := s.pubsub.counts()
 	_, keys, items, prefixes := s.tracking.counts()
 	s.stats.errs.Lock()
 	errorReplies := s.stats.errs.replies
@@ -669,10 +669,10 @@ func (s *Server) infoStats(b *strings.Builder) {
 		lookups.Misses -= base.Misses
 	}
 	ops, inKbps, outKbps := s.instantaneous()
-	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\ninstantaneous_ops_per_sec:%d\r\ntotal_net_input_bytes:%d\r\ntotal_net_output_bytes:%d\r\ninstantaneous_input_kbps:%.2f\r\ninstantaneous_output_kbps:%.2f\r\nrejected_connections:%d\r\nsync_full:%d\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:%d\r\nevicted_keys:0\r\nevicted_clients:0\r\nkeyspace_hits:%d\r\nkeyspace_misses:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:%d\r\ntracking_total_keys:%d\r\ntracking_total_items:%d\r\ntracking_total_prefixes:%d\r\nunexpected_error_replies:0\r\ntotal_error_replies:%d\r\ntotal_reads_processed:%d\r\ntotal_writes_processed:%d\r\n",
+	fmt.Fprintf(b, "# Stats\r\ntotal_connections_received:%d\r\ntotal_commands_processed:%d\r\ninstantaneous_ops_per_sec:%d\r\ntotal_net_input_bytes:%d\r\ntotal_net_output_bytes:%d\r\ninstantaneous_input_kbps:%.2f\r\ninstantaneous_output_kbps:%.2f\r\nrejected_connections:%d\r\nsync_full:%d\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:%d\r\nevicted_keys:0\r\nevicted_clients:0\r\nkeyspace_hits:%d\r\nkeyspace_misses:%d\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\npubsubshard_channels:%d\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:%d\r\ntracking_total_keys:%d\r\ntracking_total_items:%d\r\ntracking_total_prefixes:%d\r\nunexpected_error_replies:0\r\ntotal_error_replies:%d\r\ntotal_reads_processed:%d\r\ntotal_writes_processed:%d\r\n",
 		s.stats.connections.Load(), processed, ops, s.stats.net.in.Load(), s.stats.net.out.Load(), inKbps, outKbps,
 		s.stats.rejected.Load(), s.stats.syncs.Load(), s.store.Stats().ExpiredKeys-s.stats.expiredBase.Load(),
-		lookups.Hits, lookups.Misses, channels, patterns, s.migrateSockets.count(), keys, items, prefixes, errorReplies,
+		lookups.Hits, lookups.Misses, subs[channelSub], subs[patternSub], subs[shardSub], s.migrateSockets.count(), keys, items, prefixes, errorReplies,
 		s.stats.net.reads.Load(), s.stats.net.writes.Load())
 }
 

@@ -102,9 +102,9 @@ func (m metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(mKeys, float64(k.Keys), db)
 		gauge(mKeysTTL, float64(k.Expires), db)
 	}
-	channels, patterns := s.pubsub.counts()
-	gauge(mChannels, float64(channels))
-	gauge(mPatterns, float64(patterns))
+	subs := s.pubsub.counts()
+	gauge(mChannels, float64(subs[channelSub]))
+	gauge(mPatterns, float64(subs[patternSub]))
 	if keys := s.settings.config().MetricsKeys; len(keys) > 0 {
 		for _, k := range s.store.BitCounts(keys) {
 			gauge(mBits, float64(k.Bits), strconv.Itoa(k.DB), k.Key)

@@ -11,10 +11,12 @@ import (
 	"github.com/presenced/presenced/store"
 )
 
-// Pub/sub follows Redis 7.0 over RESP2: SUBSCRIBE, PSUBSCRIBE, their
-// UNSUBSCRIBEs, PUBLISH and PUBSUB. Messages reach the subscribers of this
-// node only; every node publishes the events of its own apply path to its
-// own subscribers, so a subscriber on any node sees each event once.
+// Pub/sub follows Redis 7.0: SUBSCRIBE, PSUBSCRIBE, their UNSUBSCRIBEs,
+// PUBLISH and PUBSUB, and the shard channels of SSUBSCRIBE, SUNSUBSCRIBE
+// and SPUBLISH, a namespace of their own. Messages reach the subscribers
+// of this node only; every node publishes the events of its own apply
+// path to its own subscribers, so a subscriber on any node sees each
+// event once.
 //
 // A client's first subscription gives it an outbox (pubsub_outbox.go):
 // from then until its last unsubscription all its output, replies and
@@ -29,10 +31,20 @@ import (
 // disconnected. Redis's soft limit (8mb for 60 seconds) is not applied.
 const defaultPubSubLimit = 32 << 20
 
+// subKind is what a subscription names.
+type subKind int
+
+const (
+	channelSub subKind = iota // a channel (SUBSCRIBE)
+	patternSub                // a pattern of channels (PSUBSCRIBE)
+	shardSub                  // a shard channel (SSUBSCRIBE)
+	subKinds
+)
+
 // hub holds the subscriptions of the server's clients and delivers
 // published messages to their outboxes. Its zero value is ready to use.
 type hub struct {
-	// active counts subscriptions, channels plus patterns, of all clients.
+	// active counts subscriptions, of every kind, of all clients.
 	active atomic.Int64
 	// limit, when positive, replaces defaultPubSubLimit for outboxes
 	// created from now on.
@@ -43,8 +55,7 @@ type hub struct {
 
 	mu struct {
 		sync.RWMutex
-		channels map[string]map[*outbox]struct{}
-		patterns map[string]map[*outbox]struct{}
+		subs [subKinds]map[string]map[*outbox]struct{} // by kind, then name
 	}
 }
 
@@ -69,15 +80,30 @@ func (h *hub) publish(channel string, message []byte) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	n := 0
-	if subs := h.mu.channels[channel]; len(subs) > 0 {
-		n += deliver(subs, messageFrame(false, "", channel, message))
+	if subs := h.mu.subs[channelSub][channel]; len(subs) > 0 {
+		n += deliver(subs, messageFrame("message", "", channel, message))
 	}
-	for pattern, subs := range h.mu.patterns {
+	for pattern, subs := range h.mu.subs[patternSub] {
 		if store.MatchString(pattern, channel) {
-			n += deliver(subs, messageFrame(true, pattern, channel, message))
+			n += deliver(subs, messageFrame("pmessage", pattern, channel, message))
 		}
 	}
 	return n
+}
+
+// publishShard delivers message on the shard channel to this node's
+// subscribers of it, as publish does.
+func (h *hub) publishShard(channel string, message []byte) int {
+	if !h.listening() {
+		return 0
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	subs := h.mu.subs[shardSub][channel]
+	if len(subs) == 0 {
+		return 0
+	}
+	return deliver(subs, messageFrame("smessage", "", channel, message))
 }
 
 // deliver queues frame in each outbox and returns how many took it.
@@ -91,17 +117,17 @@ func deliver(subs map[*outbox]struct{}, frame []byte) int {
 	return n
 }
 
-// messageFrame encodes a published message as Redis sends it: a
-// "message" for a channel subscription, a "pmessage" that names the
-// pattern for a pattern subscription.
-func messageFrame(isPattern bool, pattern, channel string, message []byte) []byte {
+// messageFrame encodes a published message as Redis sends it: of kind
+// "message" for a channel subscription, "smessage" for a shard channel's,
+// "pmessage", which names the pattern, for a pattern subscription.
+func messageFrame(kind, pattern, channel string, message []byte) []byte {
 	w := proto.Writer{B: make([]byte, 0, 64+len(pattern)+len(channel)+len(message))}
-	if !isPattern {
+	if kind != "pmessage" {
 		w.Array(3)
-		w.BulkString("message")
+		w.BulkString(kind)
 	} else {
 		w.Array(4)
-		w.BulkString("pmessage")
+		w.BulkString(kind)
 		w.BulkString(pattern)
 	}
 	w.BulkString(channel)
@@ -117,19 +143,16 @@ func (h *hub) outputLimit() int {
 	return defaultPubSubLimit
 }
 
-// change subscribes box to names (or unsubscribes it, when add is false),
-// channels or patterns, and queues out, the replies that confirm the
+// change subscribes box to names of kind (or unsubscribes it, when add is
+// false), and queues out, the replies that confirm the
 // change, in one critical section: publishers wait, so no message
 // overtakes a subscription's confirmation, none follows an
 // unsubscription's, and a client that has read a confirmation receives
 // every message published after it.
-func (h *hub) change(box *outbox, patterns, add bool, names []string, out []byte) {
+func (h *hub) change(box *outbox, kind subKind, add bool, names []string, out []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m := &h.mu.channels
-	if patterns {
-		m = &h.mu.patterns
-	}
+	m := &h.mu.subs[kind]
 	if *m == nil {
 		*m = map[string]map[*outbox]struct{}{}
 	}
@@ -159,13 +182,13 @@ func (h *hub) change(box *outbox, patterns, add bool, names []string, out []byte
 	box.send(out)
 }
 
-// channels lists, sorted, the channels with subscribers whose names
-// match pattern (all of them when pattern is nil).
-func (h *hub) channels(pattern []byte) []string {
+// channels lists, sorted, the channels (or shard channels) with
+// subscribers whose names match pattern (all of them when pattern is nil).
+func (h *hub) channels(kind subKind, pattern []byte) []string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	var out []string
-	for ch := range h.mu.channels {
+	for ch := range h.mu.subs[kind] {
 		if pattern == nil || store.MatchString(string(pattern), ch) {
 			out = append(out, ch)
 		}
@@ -174,87 +197,98 @@ func (h *hub) channels(pattern []byte) []string {
 	return out
 }
 
-// numSub is the number of subscribers of channel.
-func (h *hub) numSub(channel []byte) int {
+// numSub is the number of subscribers of a channel (or shard channel).
+func (h *hub) numSub(kind subKind, channel []byte) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return len(h.mu.channels[string(channel)])
+	return len(h.mu.subs[kind][string(channel)])
 }
 
-// counts are the numbers of channels and of patterns with subscribers.
-func (h *hub) counts() (channels, patterns int) {
+// counts are the numbers of names of each kind with subscribers.
+func (h *hub) counts() (n [subKinds]int) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return len(h.mu.channels), len(h.mu.patterns)
+	for kind, subs := range h.mu.subs {
+		n[kind] = len(subs)
+	}
+	return n
 }
 
 // subscriptions is a client's pub/sub state, which it has from its first
 // subscription to its last unsubscription. Only the client's goroutine
 // touches it.
 type subscriptions struct {
-	channels map[string]struct{}
-	patterns map[string]struct{}
+	sets [subKinds]map[string]struct{} // by kind
 }
 
-// set is the client's set of channels or of patterns.
-func (ps *subscriptions) set(patterns bool) map[string]struct{} {
-	if patterns {
-		return ps.patterns
-	}
-	return ps.channels
-}
-
-// count is the client's number of subscriptions, as the replies of the
-// (un)subscribe commands report it.
-func (ps *subscriptions) count() int {
+// count is the client's number of subscriptions as the replies of the
+// (un)subscribe commands of kind report it: its shard channels for
+// SSUBSCRIBE and SUNSUBSCRIBE, its channels and patterns for the others,
+// as Redis 7.0 counts them.
+func (ps *subscriptions) count(kind subKind) int {
 	if ps == nil {
 		return 0
 	}
-	return len(ps.channels) + len(ps.patterns)
+	if kind == shardSub {
+		return len(ps.sets[shardSub])
+	}
+	return len(ps.sets[channelSub]) + len(ps.sets[patternSub])
 }
 
-func subscribeCommand(c *client, args [][]byte)    { c.subscribe("subscribe", false, args[1:]) }
-func psubscribeCommand(c *client, args [][]byte)   { c.subscribe("psubscribe", true, args[1:]) }
-func unsubscribeCommand(c *client, args [][]byte)  { c.unsubscribe("unsubscribe", false, args[1:]) }
-func punsubscribeCommand(c *client, args [][]byte) { c.unsubscribe("punsubscribe", true, args[1:]) }
+// total is the client's number of subscriptions of every kind.
+func (ps *subscriptions) total() int {
+	return ps.count(channelSub) + ps.count(shardSub)
+}
 
-// subscribe adds channels or patterns to the client's subscriptions and
-// confirms each, as SUBSCRIBE and PSUBSCRIBE do.
-func (c *client) subscribe(kind string, patterns bool, names [][]byte) {
+func subscribeCommand(c *client, args [][]byte)   { c.subscribe("subscribe", channelSub, args[1:]) }
+func psubscribeCommand(c *client, args [][]byte)  { c.subscribe("psubscribe", patternSub, args[1:]) }
+func ssubscribeCommand(c *client, args [][]byte)  { c.subscribe("ssubscribe", shardSub, args[1:]) }
+func unsubscribeCommand(c *client, args [][]byte) { c.unsubscribe("unsubscribe", channelSub, args[1:]) }
+func punsubscribeCommand(c *client, args [][]byte) {
+	c.unsubscribe("punsubscribe", patternSub, args[1:])
+}
+func sunsubscribeCommand(c *client, args [][]byte) { c.unsubscribe("sunsubscribe", shardSub, args[1:]) }
+
+// subscribe adds names of kind to the client's subscriptions and
+// confirms each, as SUBSCRIBE, PSUBSCRIBE and SSUBSCRIBE do.
+func (c *client) subscribe(command string, kind subKind, names [][]byte) {
 	if c.ps == nil {
 		c.openBox(c.s.pubsub.outputLimit())
-		c.ps = &subscriptions{channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
+		c.ps = &subscriptions{}
+		for k := range c.ps.sets {
+			c.ps.sets[k] = map[string]struct{}{}
+		}
 	}
-	set := c.ps.set(patterns)
+	set := c.ps.sets[kind]
 	var added []string
 	for _, n := range names {
 		if _, ok := set[string(n)]; !ok {
 			set[string(n)] = struct{}{}
 			added = append(added, string(n))
 		}
-		c.confirm(kind, n, c.ps.count())
+		c.confirm(command, n, c.ps.count(kind))
 	}
 	// Counted before the confirmations go out: a client that read them
 	// finds itself subscribed in CLIENT LIST.
 	c.noteSubscriptions()
-	c.s.pubsub.change(c.box, patterns, true, added, c.out.B)
+	c.s.pubsub.change(c.box, kind, true, added, c.out.B)
 	c.out.Reset()
 }
 
-// unsubscribe removes channels or patterns from the client's
-// subscriptions, all of them when names is empty, and confirms each, as
-// UNSUBSCRIBE and PUNSUBSCRIBE do. After its last subscription the client
-// writes its replies itself again.
-func (c *client) unsubscribe(kind string, patterns bool, names [][]byte) {
+// unsubscribe removes names of kind from the client's subscriptions, all
+// of them when names is empty, and confirms each, as UNSUBSCRIBE,
+// PUNSUBSCRIBE and SUNSUBSCRIBE do. After its last subscription the
+// client writes its replies itself again.
+func (c *client) unsubscribe(command string, kind subKind, names [][]byte) {
 	if c.ps == nil {
-		c.confirmNone(kind, names)
+		c.confirmNone(command, names)
 		return
 	}
-	set := c.ps.set(patterns)
+	set := c.ps.sets[kind]
 	if len(names) == 0 {
 		names = sortedNames(set)
 		if len(names) == 0 {
-			c.confirm(kind, nil, c.ps.count())
+			c.confirm(command, nil, c.ps.count(kind))
 		}
 	}
 	var removed []string
@@ -263,12 +297,12 @@ func (c *client) unsubscribe(kind string, patterns bool, names [][]byte) {
 			delete(set, string(n))
 			removed = append(removed, string(n))
 		}
-		c.confirm(kind, n, c.ps.count())
+		c.confirm(command, n, c.ps.count(kind))
 	}
 	c.noteSubscriptions() // as in subscribe
-	c.s.pubsub.change(c.box, patterns, false, removed, c.out.B)
+	c.s.pubsub.change(c.box, kind, false, removed, c.out.B)
 	c.out.Reset()
-	if c.ps.count() == 0 {
+	if c.ps.total() == 0 {
 		c.ps = nil
 		c.closeBox()
 	}
@@ -320,9 +354,9 @@ func (c *client) leavePubSub() {
 	if c.ps == nil {
 		return
 	}
-	h := &c.s.pubsub
-	h.change(c.box, false, false, slices.Collect(maps.Keys(c.ps.channels)), nil)
-	h.change(c.box, true, false, slices.Collect(maps.Keys(c.ps.patterns)), nil)
+	for kind, set := range c.ps.sets {
+		c.s.pubsub.change(c.box, subKind(kind), false, slices.Collect(maps.Keys(set)), nil)
+	}
 	c.ps = nil
 	c.closeBox()
 	c.noteSubscriptions()
@@ -331,12 +365,12 @@ func (c *client) leavePubSub() {
 // noteSubscriptions publishes the client's subscription counts for
 // CLIENT LIST.
 func (c *client) noteSubscriptions() {
-	var sub, psub int
+	var sub, psub, ssub int
 	if c.ps != nil {
-		sub, psub = len(c.ps.channels), len(c.ps.patterns)
+		sub, psub, ssub = len(c.ps.sets[channelSub]), len(c.ps.sets[patternSub]), len(c.ps.sets[shardSub])
 	}
 	c.info.Lock()
-	c.info.sub, c.info.psub = sub, psub
+	c.info.sub, c.info.psub, c.info.ssub = sub, psub, ssub
 	c.info.Unlock()
 }
 
@@ -349,7 +383,7 @@ func (c *client) refuseSubscribed(spec *proto.Spec, args [][]byte) bool {
 		return false
 	}
 	switch spec.Name {
-	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ping", "quit", "reset":
+	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe", "ping", "quit", "reset":
 		return false
 	}
 	name := spec.Name
@@ -375,14 +409,24 @@ func publishCommand(c *client, args [][]byte) {
 	c.out.Int(int64(c.s.pubsub.publish(string(args[1]), args[2])))
 }
 
+// spublishCommand is SPUBLISH, which reaches this node's subscribers of
+// the shard channel only, as PUBLISH does.
+func spublishCommand(c *client, args [][]byte) {
+	c.out.Int(int64(c.s.pubsub.publishShard(string(args[1]), args[2])))
+}
+
 func pubsubCommand(c *client, args [][]byte) {
 	sub := c.subcommand(args)
 	if sub == nil {
 		return
 	}
 	h := &c.s.pubsub
+	kind := channelSub
+	if strings.HasPrefix(sub.Name, "shard") {
+		kind = shardSub
+	}
 	switch sub.Name {
-	case "channels":
+	case "channels", "shardchannels":
 		if len(args) > 3 {
 			c.out.Error(proto.ErrSubcommandSyntax(args[1], "PUBSUB"))
 			return
@@ -391,26 +435,27 @@ func pubsubCommand(c *client, args [][]byte) {
 		if len(args) == 3 {
 			pattern = args[2]
 		}
-		chans := h.channels(pattern)
+		chans := h.channels(kind, pattern)
 		c.out.Array(len(chans))
 		for _, ch := range chans {
 			c.out.BulkString(ch)
 		}
-	case "numsub":
+	case "numsub", "shardnumsub":
 		c.out.Array(2 * (len(args) - 2))
 		for _, ch := range args[2:] {
 			c.out.Bulk(ch)
-			c.out.Int(int64(h.numSub(ch)))
+			c.out.Int(int64(h.numSub(kind, ch)))
 		}
 	case "numpat":
-		_, patterns := h.counts()
-		c.out.Int(int64(patterns))
+		c.out.Int(int64(h.counts()[patternSub]))
 	default:
 		c.help("PUBSUB",
 			"CHANNELS [<pattern>]", "    Return the currently active channels matching a <pattern> (default: '*').",
 			"NUMPAT", "    Return number of subscriptions to patterns.",
 			"NUMSUB [<channel> ...]", "    Return the number of subscribers for the specified channels, excluding",
-			"    pattern subscriptions(default: no channels).")
+			"    pattern subscriptions(default: no channels).",
+			"SHARDCHANNELS [<pattern>]", "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+			"SHARDNUMSUB [<shardchannel> ...]", "    Return the number of subscribers for the specified shard level channel(s)")
 	}
 }
 
@@ -428,5 +473,5 @@ func (c *client) clientType() string {
 func (c *client) subscribed() bool {
 	c.info.Lock()
 	defer c.info.Unlock()
-	return c.info.sub+c.info.psub > 0
+	return c.info.sub+c.info.psub+c.info.ssub > 0
 }

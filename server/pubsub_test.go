@@ -176,13 +176,65 @@ var pubsubRESP3Script = []psStep{
 	{conn: 1, args: []string{"CONFIG", "SET", "notify-keyspace-events", ""}},
 }
 
+// pubsubShardScript exercises the shard channels, a namespace apart from
+// the channels and patterns, with counts of their own in the replies.
+var pubsubShardScript = []psStep{
+	{conn: 0, args: []string{"SUNSUBSCRIBE"}},
+	{conn: 0, args: []string{"SUNSUBSCRIBE", "x", "y"}, n: 2},
+	{conn: 0, args: []string{"SSUBSCRIBE"}},
+	{conn: 0, args: []string{"SSUBSCRIBE", "s1", "s2", "s1"}, n: 3},
+	{conn: 0, args: []string{"SUBSCRIBE", "s1"}},
+	{conn: 0, args: []string{"PSUBSCRIBE", "s*"}},
+	{conn: 0, args: []string{"SSUBSCRIBE", "s3"}},
+	{conn: 0, args: []string{"SUNSUBSCRIBE", "nope"}},
+	// Subscribed mode in RESP2, with shard channels alone too.
+	{conn: 0, args: []string{"GET", "k"}},
+	{conn: 0, args: []string{"SPUBLISH", "s1", "x"}},
+	{conn: 0, args: []string{"PUBSUB", "SHARDCHANNELS"}},
+	{conn: 0, args: []string{"PING"}},
+	{conn: 1, args: []string{"PUBSUB", "SHARDCHANNELS"}, sorted: true},
+	{conn: 1, args: []string{"PUBSUB", "SHARDCHANNELS", "*1"}},
+	{conn: 1, args: []string{"PUBSUB", "SHARDNUMSUB", "s1", "s3", "zz"}},
+	{conn: 1, args: []string{"PUBSUB", "SHARDNUMSUB"}},
+	{conn: 1, args: []string{"PUBSUB", "NUMSUB", "s1", "s2"}},
+	{conn: 1, args: []string{"PUBSUB", "CHANNELS"}, sorted: true},
+	{conn: 1, args: []string{"PUBSUB", "SHARDCHANNELS", "a", "b"}},
+	{conn: 1, args: []string{"PUBSUB", "HELP"}},
+	{conn: 1, args: []string{"CLIENT", "INFO"}, fields: []string{"flags", "sub", "psub", "ssub"}},
+	{conn: 1, args: []string{"CLIENT", "LIST", "ID", "{id:0}"}, ids: true, fields: []string{"flags", "sub", "psub", "ssub"}},
+	{conn: 1, args: []string{"SPUBLISH", "s1", "hello"}},
+	{conn: 0}, // smessage s1 alone: not the channel s1, nor s*
+	{conn: 1, args: []string{"PUBLISH", "s1", "plain"}},
+	{conn: 0, n: 2}, // message s1, then pmessage s* s1
+	{conn: 1, args: []string{"SPUBLISH", "s9", "nobody"}},
+	{conn: 1, args: []string{"SPUBLISH", "s1"}},
+	{conn: 2, args: []string{"HELLO", "3"}},
+	{conn: 2, args: []string{"SSUBSCRIBE", "s1"}},
+	{conn: 2, args: []string{"SPUBLISH", "s1", "self"}, n: 2},
+	{conn: 0},
+	{conn: 2, args: []string{"GET", "k"}},
+	// Leaving: subscribed mode lasts while shard channels are left.
+	{conn: 0, args: []string{"UNSUBSCRIBE"}},
+	{conn: 0, args: []string{"PUNSUBSCRIBE"}},
+	{conn: 0, args: []string{"GET", "k"}},
+	{conn: 0, args: []string{"SUNSUBSCRIBE", "s2", "s3"}, n: 2},
+	{conn: 0, args: []string{"SUNSUBSCRIBE"}}, // s1, the last one
+	{conn: 0, args: []string{"SUNSUBSCRIBE"}},
+	{conn: 0, args: []string{"GET", "k"}},
+	{conn: 2, args: []string{"RESET"}},
+	{conn: 1, args: []string{"PUBSUB", "SHARDCHANNELS"}},
+	{conn: 1, args: []string{"SPUBLISH", "s1", "gone"}},
+	{conn: 1, args: []string{"COMMAND", "GETKEYS", "SSUBSCRIBE", "a", "b"}},
+	{conn: 1, args: []string{"COMMAND", "GETKEYS", "SPUBLISH", "a", "b"}},
+}
+
 // TestPubSubDiff runs pubsubScript and pubsubRESP3Script on redis-server
 // and on presenced and requires the same bytes for every reply and
 // message.
 func TestPubSubDiff(t *testing.T) {
 	ref := redisserver.StartForTest(t, redisserver.Options{})
 	srv := startServer(t)
-	for _, script := range [][]psStep{pubsubScript, pubsubRESP3Script} {
+	for _, script := range [][]psStep{pubsubScript, pubsubRESP3Script, pubsubShardScript} {
 		runPubSubDiff(t, ref.Addr(), srv.Addr(), script)
 	}
 }
