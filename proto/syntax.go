@@ -305,6 +305,9 @@ var groupNames = map[string]string{
 	"yes_no":                     "mode",
 	"write_all":                  "mode",
 	"force_takeover":             "options",
+	"host_port":                  "host-port",
+	"no_one":                     "no-one",
+	"host-port_no-one":           "args",
 }
 
 // commandGroupNames are the names of groups that depend on the command,

@@ -607,6 +607,48 @@ func TestRoleAndInfoReplication(t *testing.T) {
 	}
 }
 
+// TestReplicaof checks REPLICAOF in a cluster whose nodes wait an hour
+// before they stand for election on their own: NO ONE on a follower makes
+// it lead, host port on any node makes the member there lead (by its
+// client or raft address), the leader's address on a follower is where
+// it is already, and an address of no member is refused.
+func TestReplicaof(t *testing.T) {
+	srvs := startCluster(t, 3, func(c *Config) {
+		c.Cluster.HeartbeatTimeout = time.Hour
+		c.Cluster.ElectionTimeout = time.Hour
+		c.Cluster.LeaderLeaseTimeout = time.Hour / 2
+	})
+	l := clusterLeader(t, srvs)
+	followers := clusterFollowers(srvs, l)
+	f := dial(t, followers[0].Addr())
+	host, port := splitAddr(l.Addr())
+	f.expect("+OK Already connected to specified master\r\n", "REPLICAOF", host, port)
+	f.expect("-ERR 127.0.0.1:1 is not a member of this node's cluster: presenced's nodes replicate the leader of their own (RAFT ADD adds a node)\r\n",
+		"REPLICAOF", "127.0.0.1", "1")
+	f.expect("+OK\r\n", "SET", "k", "1")
+
+	f.expect("+OK\r\n", "REPLICAOF", "NO", "ONE")
+	if got := clusterLeader(t, srvs); got != followers[0] {
+		t.Fatalf("%s leads after REPLICAOF NO ONE on %s", got.Node().Config().NodeID, followers[0].Node().Config().NodeID)
+	}
+	f.expect("+OK\r\n", "REPLICAOF", "NO", "ONE")
+
+	// The former leader, a follower now, names the other follower by its
+	// raft address; then the new leader names the first by its client
+	// address.
+	host, port = splitAddr(followers[1].Node().RaftAddr())
+	dial(t, l.Addr()).expect("+OK\r\n", "SLAVEOF", host, port)
+	if got := clusterLeader(t, srvs); got != followers[1] {
+		t.Fatalf("%s leads after SLAVEOF %s:%s", got.Node().Config().NodeID, host, port)
+	}
+	host, port = splitAddr(l.Addr())
+	dial(t, followers[1].Addr()).expect("+OK\r\n", "REPLICAOF", host, port)
+	if got := clusterLeader(t, srvs); got != l {
+		t.Fatalf("%s leads after REPLICAOF %s:%s", got.Node().Config().NodeID, host, port)
+	}
+	dial(t, l.Addr()).expect(":2\r\n", "INCR", "k")
+}
+
 // TestFailover checks FAILOVER's refusals and hand-overs, the hand-over
 // of a leader that stops cleanly, and TIMEOUT's bound on a hand-over to a
 // stopped node, in a cluster whose nodes wait an hour before they stand

@@ -233,11 +233,17 @@ func (s *Server) clusterFailover(c *client, args [][]byte) {
 		c.out.Error("ERR You should send CLUSTER FAILOVER to a replica")
 		return
 	}
+	s.handOver(c, s.node.Config().NodeID)
+}
+
+// handOver has the leader hand its leadership to the member named id,
+// from any node, and answers OK once it leads, or the reason it did not.
+func (s *Server) handOver(c *client, id string) {
 	cfg := s.node.Config()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.LeaderWait+2*cfg.ElectionTimeout)
 	defer cancel()
 	var remote *cluster.RemoteError
-	switch err := s.node.Failover(ctx, cfg.NodeID); {
+	switch err := s.node.Failover(ctx, id); {
 	case err == nil:
 		c.out.OK()
 	case errors.As(err, &remote):

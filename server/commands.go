@@ -50,6 +50,8 @@ func init() {
 		"role":      role,
 		"wait":      wait,
 		"failover":  failover,
+		"replicaof": replicaof,
+		"slaveof":   replicaof,
 		"sentinel":  sentinelCommand,
 		"raft":      raftCommand,
 		"monitor":   monitor,

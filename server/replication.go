@@ -279,6 +279,57 @@ func failover(c *client, args [][]byte) {
 	c.out.OK()
 }
 
+// replicaof answers REPLICAOF (and SLAVEOF) with the topology it asks
+// for, reached by a hand-over of the leadership rather than by copying
+// data: NO ONE makes this node the leader, as a promoted replica is the
+// master; host port makes the member that serves clients (or raft) there
+// the leader, which this node then follows. With --cluster-enabled yes
+// it is refused, as in Redis Cluster.
+func replicaof(c *client, args [][]byte) {
+	s := c.s
+	if s.clusterEnabled() {
+		c.out.Error("ERR REPLICAOF not allowed in cluster mode.")
+		return
+	}
+	target := s.node.Config().NodeID
+	noOne := strings.EqualFold(string(args[1]), "no") && strings.EqualFold(string(args[2]), "one")
+	if !noOne {
+		port, ok := proto.ParseInt(args[2])
+		if !ok || port < 0 || port > 65535 {
+			c.out.Error("ERR Invalid master port")
+			return
+		}
+		addr := net.JoinHostPort(string(args[1]), strconv.FormatInt(port, 10))
+		ctx, cancel := context.WithTimeout(context.Background(), followerQueryTimeout)
+		defer cancel()
+		id, ok := s.memberAt(ctx, addr)
+		if !ok {
+			c.out.Error("ERR " + addr + " is not a member of this node's cluster: presenced's nodes replicate the leader of their own (RAFT ADD adds a node)")
+			return
+		}
+		target = id
+	}
+	switch _, leader := s.node.Leader(); {
+	case leader == target && noOne:
+		c.out.OK()
+	case leader == target:
+		c.out.Simple("OK Already connected to specified master")
+	default:
+		s.handOver(c, target)
+	}
+}
+
+// memberAt returns the ID of the member whose client address, TLS client
+// address or raft address is addr.
+func (s *Server) memberAt(ctx context.Context, addr string) (string, bool) {
+	for _, in := range s.otherMembers(ctx, "") {
+		if addr == in.addr || addr == in.tlsAddr || addr == in.member.Address {
+			return in.member.ID, true
+		}
+	}
+	return "", false
+}
+
 // failoverError is FAILOVER's reply when Handover failed with err.
 func failoverError(err error) string {
 	switch {
