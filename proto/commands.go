@@ -22,6 +22,7 @@ const (
 	Loading
 	Stale
 	SkipSlowlog
+	Asking
 	Fast
 	NoAuth
 	NoAsyncLoading
@@ -30,7 +31,7 @@ const (
 	MovableKeys
 )
 
-var flagNames = []string{"write", "readonly", "denyoom", "admin", "pubsub", "noscript", "loading", "stale", "skip_slowlog", "fast", "no_auth", "no_async_loading", "no_multi", "allow_busy", "movablekeys"}
+var flagNames = []string{"write", "readonly", "denyoom", "admin", "pubsub", "noscript", "loading", "stale", "skip_slowlog", "asking", "fast", "no_auth", "no_async_loading", "no_multi", "allow_busy", "movablekeys"}
 
 // Names lists the flags set in f, in Redis's order.
 func (f Flag) Names() []string {
@@ -474,6 +475,15 @@ var table = []*Spec{
 		Syntax:     "key"},
 	{Name: "restore", Arity: -4, Flags: Write | DenyOOM, ACL: CatDangerous, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "2.6.0",
 		Summary:    "Create a key using the provided serialized value, previously obtained using DUMP.",
+		Complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+		History:    [][2]string{{"3.0.0", "Added the `REPLACE` modifier."}, {"5.0.0", "Added the `ABSTTL` modifier."}, {"5.0.0", "Added the `IDLETIME` and `FREQ` options."}},
+		ArgSince:   map[string]string{"REPLACE": "3.0.0", "ABSTTL": "5.0.0", "IDLETIME": "5.0.0", "FREQ": "5.0.0"},
+		Syntax:     "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"},
+	// RESTORE-ASKING is RESTORE for the MIGRATE of a node in cluster mode:
+	// Redis Cluster's ASKING flag lets it reach a slot being imported.
+	{Name: "restore-asking", Arity: -4, Flags: Write | DenyOOM | Asking, ACL: CatKeyspace | CatDangerous, FirstKey: 1, LastKey: 1, Step: 1, Group: "server", Since: "3.0.0",
+		DocFlags:   []string{"syscmd"},
+		Summary:    "An internal command for migrating keys in a cluster",
 		Complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
 		History:    [][2]string{{"3.0.0", "Added the `REPLACE` modifier."}, {"5.0.0", "Added the `ABSTTL` modifier."}, {"5.0.0", "Added the `IDLETIME` and `FREQ` options."}},
 		ArgSince:   map[string]string{"REPLACE": "3.0.0", "ABSTTL": "5.0.0", "IDLETIME": "5.0.0", "FREQ": "5.0.0"},

@@ -30,6 +30,7 @@ type migration struct {
 	db            int64
 	timeout       time.Duration
 	copy, replace bool
+	asking        bool   // send RESTORE-ASKING, as a node in cluster mode does
 	user          []byte // AUTH2's username, nil for AUTH's form
 	password      []byte // nil: no AUTH
 	keys          [][]byte
@@ -49,6 +50,7 @@ func migrate(c *client, args [][]byte) {
 		c.out.Error(bad)
 		return
 	}
+	m.asking = c.s.clusterEnabled()
 	if !c.readonly && !c.peer {
 		if err := c.readBarrier(); err != nil {
 			c.out.Error(replyError(err))
@@ -230,7 +232,7 @@ func firstRefusal(replies ...string) string {
 }
 
 // request is what MIGRATE sends: AUTH when asked, SELECT unless sel is
-// false, and a RESTORE of each key.
+// false, and a RESTORE (or RESTORE-ASKING) of each key.
 func (m *migration) request(keys []store.Migrated, sel bool) []byte {
 	var w proto.Writer
 	if m.password != nil {
@@ -255,7 +257,11 @@ func (m *migration) request(keys []store.Migrated, sel bool) []byte {
 			n++
 		}
 		w.Array(n)
-		w.BulkString("RESTORE")
+		if m.asking {
+			w.BulkString("RESTORE-ASKING")
+		} else {
+			w.BulkString("RESTORE")
+		}
 		w.Bulk(k.Key)
 		w.BulkInt(k.TTL)
 		w.Bulk(k.Payload)

@@ -199,6 +199,23 @@ func TestMigrateFromAFollower(t *testing.T) {
 	checkDigests(t, srvs)
 }
 
+// TestMigrateInClusterMode checks that a node with --cluster-enabled yes
+// restores the keys it migrates with RESTORE-ASKING, as a node of Redis
+// Cluster does, which a redis-server target counts.
+func TestMigrateInClusterMode(t *testing.T) {
+	src := startServer(t, enableCluster)
+	dst := redisserver.StartForTest(t, redisserver.Options{})
+	_, port, _ := net.SplitHostPort(dst.Addr())
+	got := runScript(t, src.Addr(), [][]string{{"SET", "k", "v"}, {"MIGRATE", "127.0.0.1", port, "k", "0", "1000"}})
+	if want := []string{"+OK\r\n", "+OK\r\n"}; !slices.Equal(got, want) {
+		t.Fatalf("MIGRATE: %q, want %q", got, want)
+	}
+	stats := bulkBody(t, dial(t, dst.Addr()).do("INFO", "commandstats"))
+	if !strings.Contains(stats, "cmdstat_restore-asking:calls=1,") || strings.Contains(stats, "cmdstat_restore:") {
+		t.Errorf("the target's commandstats: %q", stats)
+	}
+}
+
 // TestMigrateCachesItsConnection runs the same MIGRATEs from a
 // redis-server and from presenced, each to a target of its own, and
 // compares what the targets saw: the connections made to them and the

@@ -18,8 +18,9 @@ import (
 // MIGRATEs here, restores; DUMP writes the plain one, which any Redis
 // since 2.6 restores.
 var dumpCommands = map[string]handler{
-	"dump":    dump,
-	"restore": restore,
+	"dump":           dump,
+	"restore":        restore,
+	"restore-asking": restore,
 }
 
 // Error replies of RESTORE, word for word as Redis sends them.
