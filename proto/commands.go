@@ -933,7 +933,10 @@ var table = []*Spec{
 		Complexity: "Depends on subcommand.",
 
 		Subcommands: []*Spec{
+			{Name: "doctor", Complexity: "O(1)", Arity: 2, Summary: "Outputs memory problems report"},
+			{Name: "malloc-stats", Complexity: "Depends on how much memory is allocated, could be slow", Arity: 2, Summary: "Show allocator internal stats"},
 			{Name: "purge", Complexity: "Depends on how much memory is allocated, could be slow", Arity: 2, Summary: "Ask the allocator to release memory"},
+			{Name: "stats", Complexity: "O(1)", Arity: 2, Summary: "Show memory usage details"},
 			{Name: "help", Complexity: "O(1)", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
 			{Name: "usage", Complexity: "O(N) where N is the number of samples.", Arity: -3, Flags: ReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Estimate the memory usage of a key", Syntax: "key [SAMPLES count]"},
 		}},

@@ -592,10 +592,20 @@ func memory(c *client, args [][]byte) {
 		} else {
 			c.out.Null()
 		}
+	case sub.Name == "stats":
+		c.s.memoryReport().writeStats(c)
+	case sub.Name == "doctor":
+		c.out.Verbatim([]byte(c.s.memoryReport().doctor()))
+	case sub.Name == "malloc-stats":
+		c.out.Verbatim([]byte(mallocStats()))
 	default:
 		c.help("MEMORY",
-			"PURGE", "    Return unused memory to the operating system.",
-			"USAGE <key> [SAMPLES <count>]", "    Return memory in bytes used by <key> and its value.")
+			"DOCTOR", "    Return memory problems reports.",
+			"MALLOC-STATS", "    Return internal statistics report from the memory allocator.",
+			"PURGE", "    Attempt to purge dirty pages for reclamation by the allocator.",
+			"STATS", "    Return information about the memory usage of the server.",
+			"USAGE <key> [SAMPLES <count>]", "    Return memory in bytes used by <key> and its value. Nested values are",
+			"    sampled up to <count> times (default: 5, 0 means sample all).")
 	}
 }
 

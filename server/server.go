@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,10 +31,11 @@ var ErrClosed = errors.New("server: closed")
 // Server is a presenced RESP server: a node of a raft cluster (a one-node
 // cluster when standalone) and the RESP endpoints in front of it.
 type Server struct {
-	store   *store.Store
-	node    *cluster.Node
-	history *history.History // nil with history off
-	started time.Time
+	store       *store.Store
+	node        *cluster.Node
+	history     *history.History // nil with history off
+	started     time.Time
+	startupHeap uint64 // the heap in use when New began, MEMORY STATS's startup.allocated
 
 	settings settings
 	stats    stats
@@ -86,6 +88,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{store: store.New(), quit: make(chan struct{}), shutdown: make(chan struct{}), runID: newRunID()}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	s.startupHeap = m.HeapAlloc
 	s.stats.counters = make([]counter, len(proto.Counted))
 	s.latency = newLatencyTracker()
 	var peerTLS *cluster.PeerTLS
