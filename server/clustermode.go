@@ -257,8 +257,8 @@ func (s *Server) handOver(c *client, id string) {
 // it knows or the latest it knew (nil when it never knew one), and the
 // other members, the master's replicas.
 type clusterView struct {
-	master   *sentinelInstance
-	replicas []sentinelInstance
+	master   *memberView
+	replicas []memberView
 	leading  bool   // a leader is known now
 	self     string // this node's raft address
 	term     uint64
@@ -292,7 +292,7 @@ func (s *Server) clusterView(ctx context.Context, overTLS bool) clusterView {
 }
 
 // find returns the member whose node ID is id, or nil.
-func (v *clusterView) find(id string) *sentinelInstance {
+func (v *clusterView) find(id string) *memberView {
 	if v.master != nil && runID(v.master.member.ID) == id {
 		return v.master
 	}
@@ -338,7 +338,7 @@ func (v *clusterView) nodes() string {
 // describe is in's line of CLUSTER NODES: "<id> <ip>:<port>@<raft port>
 // <flags> <master id> <ping sent> <pong received> <config epoch> <link
 // state> [<slots>]", where the config epoch is the raft term.
-func (v *clusterView) describe(in sentinelInstance) string {
+func (v *clusterView) describe(in memberView) string {
 	var b strings.Builder
 	b.WriteString(runID(in.member.ID))
 	b.WriteByte(' ')
@@ -385,7 +385,7 @@ func (v *clusterView) writeSlots(c *client) {
 		c.out.Array(0)
 		return
 	}
-	var up []sentinelInstance
+	var up []memberView
 	for _, r := range v.replicas {
 		if !r.down {
 			up = append(up, r)
@@ -395,7 +395,7 @@ func (v *clusterView) writeSlots(c *client) {
 	c.out.Array(3 + len(up))
 	c.out.Int(0)
 	c.out.Int(hashslot.Count - 1)
-	for _, in := range append([]sentinelInstance{*v.master}, up...) {
+	for _, in := range append([]memberView{*v.master}, up...) {
 		host, port := splitAddr(in.addr)
 		p, _ := strconv.Atoi(port)
 		c.out.Array(4)
@@ -420,7 +420,7 @@ func (v *clusterView) writeShards(c *client) {
 	c.out.Int(hashslot.Count - 1)
 	c.out.BulkString("nodes")
 	c.out.Array(1 + len(v.replicas))
-	for i, in := range append([]sentinelInstance{*v.master}, v.replicas...) {
+	for i, in := range append([]memberView{*v.master}, v.replicas...) {
 		host, port := splitAddr(in.addr)
 		p, _ := strconv.Atoi(port)
 		applied, _ := strconv.ParseInt(in.info["applied_index"], 10, 64)

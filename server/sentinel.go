@@ -172,9 +172,9 @@ func runID(nodeID string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// sentinelInstance is a member as SENTINEL REPLICAS and SENTINELS
-// describe it.
-type sentinelInstance struct {
+// memberView is a member as SENTINEL REPLICAS and SENTINELS, and
+// CLUSTER, describe it.
+type memberView struct {
 	member  cluster.Member
 	addr    string            // the client address
 	tlsAddr string            // the TLS client address, "" without one
@@ -184,12 +184,12 @@ type sentinelInstance struct {
 
 // otherMembers describes the members other than the one at skip (a raft
 // address), asking them all at once for their client address and state.
-func (s *Server) otherMembers(ctx context.Context, skip string) []sentinelInstance {
+func (s *Server) otherMembers(ctx context.Context, skip string) []memberView {
 	members, _ := s.node.Members()
-	out := make([]sentinelInstance, 0, len(members))
+	out := make([]memberView, 0, len(members))
 	for _, m := range members {
 		if m.Address != skip {
-			out = append(out, sentinelInstance{member: m})
+			out = append(out, memberView{member: m})
 		}
 	}
 	var wg sync.WaitGroup
@@ -379,7 +379,7 @@ func (s *Server) writeMaster(ctx context.Context, c *client) {
 
 // writeReplica writes one entry of SENTINEL REPLICAS: a member other than
 // the leader, whose client address is master.
-func (s *Server) writeReplica(c *client, r sentinelInstance, master string) {
+func (s *Server) writeReplica(c *client, r memberView, master string) {
 	host, port := splitAddr(master)
 	status := "ok"
 	if r.down {
@@ -393,7 +393,7 @@ func (s *Server) writeReplica(c *client, r sentinelInstance, master string) {
 }
 
 // writeSentinel writes one entry of SENTINEL SENTINELS: another member.
-func (s *Server) writeSentinel(c *client, in sentinelInstance) {
+func (s *Server) writeSentinel(c *client, in memberView) {
 	s.writeInstance(c, runID(in.member.ID), in.member.ID, in.addr, "sentinel", in.down,
 		"last-hello-message", "0", "voted-leader", "?", "voted-leader-epoch", "0")
 }
