@@ -83,7 +83,7 @@ func clusterCommand(c *client, args [][]byte) {
 	case "info", "nodes", "slots", "shards", "replicas", "slaves", "count-failure-reports":
 		ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 		defer cancel()
-		v := s.clusterView(ctx, c.overTLS())
+		v := s.describeCluster(ctx, c.overTLS())
 		switch sub.Name {
 		case "info":
 			c.out.Verbatim([]byte(v.info()))
@@ -265,10 +265,10 @@ type clusterView struct {
 	members  int
 }
 
-// clusterView asks every member for its client addresses and state, at
+// describeCluster asks every member for its client addresses and state, at
 // once. overTLS gives the members' TLS addresses, where they have one, as
 // Redis gives a client on its TLS port the nodes' TLS ports.
-func (s *Server) clusterView(ctx context.Context, overTLS bool) clusterView {
+func (s *Server) describeCluster(ctx context.Context, overTLS bool) clusterView {
 	current, _ := s.node.Leader()
 	leader := s.sentinel.latestLeader(current)
 	v := clusterView{leading: current != "", self: s.node.RaftAddr(), term: s.node.Stats().Term}
