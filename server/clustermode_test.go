@@ -551,3 +551,49 @@ func TestClusterOverTLS(t *testing.T) {
 		t.Fatalf("GETBIT over TLS from a replica: %d, %v", v, err)
 	}
 }
+
+// TestClusterAnnounce checks that what nodes tell clients of each other
+// (CLUSTER SHARDS, SENTINEL) is the announced host and ports, as set at
+// start and by CONFIG SET, for nodes behind NAT or a port mapping.
+func TestClusterAnnounce(t *testing.T) {
+	srvs := startCluster(t, 3, enableCluster)
+	announced := func(s *Server) string {
+		return net.JoinHostPort("10.0.0."+s.Node().Config().NodeID[1:], "700"+s.Node().Config().NodeID[1:])
+	}
+	for _, s := range srvs {
+		host, port, _ := net.SplitHostPort(announced(s))
+		c := dial(t, s.Addr())
+		c.expect("+OK\r\n", "CONFIG", "SET", "cluster-announce-ip", host, "cluster-announce-port", port)
+		c.expect("*2\r\n"+bulk("cluster-announce-port")+bulk(port), "CONFIG", "GET", "cluster-announce-port")
+	}
+	c := dial(t, srvs[0].Addr())
+	c.expect("-ERR CONFIG SET failed (possibly related to argument 'cluster-announce-port') - argument must be between 0 and 65535 inclusive\r\n",
+		"CONFIG", "SET", "cluster-announce-port", "70000")
+	l := clusterLeader(t, srvs)
+	ctx := context.Background()
+	for _, s := range srvs {
+		rdb := goRedis(t, s)
+		shards, err := rdb.ClusterShards(ctx).Result()
+		if err != nil || len(shards) != 1 {
+			t.Fatalf("CLUSTER SHARDS: %+v, %v", shards, err)
+		}
+		var got, want []string
+		for _, n := range shards[0].Nodes {
+			got = append(got, net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10)))
+		}
+		for _, o := range srvs {
+			want = append(want, announced(o))
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("CLUSTER SHARDS on %s: %v, want %v", s.Node().Config().NodeID, got, want)
+		}
+		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
+		defer sc.Close()
+		addr, err := sc.GetMasterAddrByName(ctx, "mymaster").Result()
+		if err != nil || net.JoinHostPort(addr[0], addr[1]) != announced(l) {
+			t.Errorf("SENTINEL GET-MASTER-ADDR-BY-NAME on %s: %v, %v, want %s", s.Node().Config().NodeID, addr, err, announced(l))
+		}
+	}
+}

@@ -75,6 +75,13 @@ type Config struct {
 	// client built for Sentinel asks for the master by this name, as it
 	// was configured with Sentinel (see sentinel.go).
 	MasterName string
+	// AnnounceIP, AnnouncePort and AnnounceTLSPort, Redis's
+	// cluster-announce-ip, -port and -tls-port, are the host and ports
+	// other nodes tell clients to reach this node at (CLUSTER, SENTINEL,
+	// RAFT INFO), where they differ from the listeners' (behind NAT or a
+	// container's port mapping); empty or 0: the listeners'.
+	AnnounceIP                    string
+	AnnouncePort, AnnounceTLSPort int
 	// ClusterEnabled is cluster-enabled: whether the node answers CLUSTER
 	// and ASKING as a node of Redis Cluster does (see clustermode.go),
 	// rather than as a Redis server without cluster support.
@@ -165,6 +172,8 @@ func (c Config) Validate() error {
 		return errors.New("server: slowlog-max-len must not be negative")
 	case c.TrackingTableMaxKeys < 0:
 		return errors.New("server: tracking-table-max-keys must not be negative")
+	case c.AnnouncePort < 0 || c.AnnouncePort > 65535 || c.AnnounceTLSPort < 0 || c.AnnounceTLSPort > 65535:
+		return errors.New("server: cluster-announce-port and cluster-announce-tls-port must be between 0 and 65535")
 	case c.MasterName == "" || strings.ContainsAny(c.MasterName, " \t\r\n"):
 		return fmt.Errorf("server: master name %q must be a word", c.MasterName)
 	}

@@ -45,24 +45,34 @@ type sentinelState struct {
 type clientAddrs struct{ plain, tls string }
 
 // clientAddr is the address clients reach this node at: its listener's,
-// with the host of its raft address when it listens on every interface.
-func (s *Server) clientAddr() string { return s.reachable(s.Addr()) }
+// with the host of its raft address when it listens on every interface,
+// or the announced host and port.
+func (s *Server) clientAddr() string {
+	return s.reachable(s.Addr(), s.settings.current().AnnouncePort)
+}
 
 // tlsClientAddr is the address TLS clients reach this node at, as
 // clientAddr, or "" without a TLS port.
 func (s *Server) tlsClientAddr() string {
 	if addr := s.TLSAddr(); addr != "" {
-		return s.reachable(addr)
+		return s.reachable(addr, s.settings.current().AnnounceTLSPort)
 	}
 	return ""
 }
 
-// reachable is addr, a listener's address, with the host of the node's
-// raft address when the listener is on every interface.
-func (s *Server) reachable(addr string) string {
+// reachable is addr, a listener's address, with the announced host (else
+// the host of the node's raft address when the listener is on every
+// interface) and the announced port, unless 0.
+func (s *Server) reachable(addr string, announcedPort int) string {
 	host, port := splitAddr(addr)
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host, _ = splitAddr(s.advertisedRaftAddr())
+	}
+	if a := s.settings.current().AnnounceIP; a != "" {
+		host = a
+	}
+	if announcedPort != 0 {
+		port = strconv.Itoa(announcedPort)
 	}
 	return net.JoinHostPort(host, port)
 }

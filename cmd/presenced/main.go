@@ -85,6 +85,9 @@ func main() {
 		hc.Keys = append(hc.Keys, keys...)
 		return err
 	})
+	fs.StringVar(&cfg.AnnounceIP, "cluster-announce-ip", "", "the host clients are told to reach this node at (CLUSTER, SENTINEL), if not its listener's")
+	fs.IntVar(&cfg.AnnouncePort, "cluster-announce-port", 0, "the port clients are told to reach this node at, if not --port (0)")
+	fs.IntVar(&cfg.AnnounceTLSPort, "cluster-announce-tls-port", 0, "the port TLS clients are told to reach this node at, if not --tls-port (0)")
 	yesNoFlag(fs, &cfg.ClusterEnabled, "cluster-enabled", "yes: answer CLUSTER as Redis Cluster's nodes do, one shard holding every slot, for clients built for Redis Cluster")
 	fs.StringVar(&cfg.MasterName, "master-name", cfg.MasterName, "the master name SENTINEL answers for: clients built for Redis Sentinel find the leader by it")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics over HTTP at /metrics on this address (e.g. 127.0.0.1:9121)")

@@ -469,6 +469,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--tls-cluster", "yes"}, []string{"--tls-cluster yes needs --tls-port"}},
 		{[]string{"--tls-cluster", "maybe"}, []string{"--tls-cluster must be yes or no", `"maybe"`}},
 		{[]string{"--cluster-enabled", "1"}, []string{"--cluster-enabled must be yes or no", `"1"`}},
+		{[]string{"--cluster-announce-port", "70000"}, []string{"cluster-announce-port and cluster-announce-tls-port must be between 0 and 65535"}},
 		{[]string{"--tls-port", "6399", "--tls-cert-file", "c.pem", "--tls-key-file", "c.key"}, []string{"tls-auth-clients yes needs tls-ca-cert-file"}},
 		{[]string{"--tls-port", "6399", "--tls-cert-file", "nosuch.pem", "--tls-key-file", "c.key", "--tls-auth-clients", "no"}, []string{"tls-cert-file nosuch.pem"}},
 		{[]string{"--nosuch"}, []string{"flag provided but not defined: -nosuch"}},
