@@ -607,17 +607,21 @@ func TestRoleAndInfoReplication(t *testing.T) {
 	}
 }
 
+// noElections has a node wait an hour before it stands for election on
+// its own, so that only hand-overs move the leadership.
+func noElections(c *Config) {
+	c.Cluster.HeartbeatTimeout = time.Hour
+	c.Cluster.ElectionTimeout = time.Hour
+	c.Cluster.LeaderLeaseTimeout = time.Hour / 2
+}
+
 // TestReplicaof checks REPLICAOF in a cluster whose nodes wait an hour
 // before they stand for election on their own: NO ONE on a follower makes
 // it lead, host port on any node makes the member there lead (by its
 // client or raft address), the leader's address on a follower is where
 // it is already, and an address of no member is refused.
 func TestReplicaof(t *testing.T) {
-	srvs := startCluster(t, 3, func(c *Config) {
-		c.Cluster.HeartbeatTimeout = time.Hour
-		c.Cluster.ElectionTimeout = time.Hour
-		c.Cluster.LeaderLeaseTimeout = time.Hour / 2
-	})
+	srvs := startCluster(t, 3, noElections)
 	l := clusterLeader(t, srvs)
 	followers := clusterFollowers(srvs, l)
 	f := dial(t, followers[0].Addr())
@@ -654,11 +658,7 @@ func TestReplicaof(t *testing.T) {
 // stopped node, in a cluster whose nodes wait an hour before they stand
 // for election on their own: only a hand-over can move the leadership.
 func TestFailover(t *testing.T) {
-	srvs := startCluster(t, 3, func(c *Config) {
-		c.Cluster.HeartbeatTimeout = time.Hour
-		c.Cluster.ElectionTimeout = time.Hour
-		c.Cluster.LeaderLeaseTimeout = time.Hour / 2
-	})
+	srvs := startCluster(t, 3, noElections)
 	l := clusterLeader(t, srvs)
 	followers := clusterFollowers(srvs, l)
 	dial(t, followers[0].Addr()).expect("-ERR FAILOVER is not valid when server is a replica.\r\n", "FAILOVER")

@@ -519,23 +519,10 @@ func TestClusterOverTLS(t *testing.T) {
 			}
 			rdb := redis.NewClient(opts)
 			defer rdb.Close()
-			shards, err := rdb.ClusterShards(ctx).Result()
-			if err != nil || len(shards) != 1 {
-				t.Fatalf("CLUSTER SHARDS: %+v, %v", shards, err)
+			got, want := shardAddrs(t, rdb), serverAddrs(srvs, (*Server).Addr)
+			if overTLS {
+				want = serverAddrs(srvs, (*Server).TLSAddr)
 			}
-			var got, want []string
-			for _, n := range shards[0].Nodes {
-				got = append(got, net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10)))
-			}
-			for _, o := range srvs {
-				if overTLS {
-					want = append(want, o.TLSAddr())
-				} else {
-					want = append(want, o.Addr())
-				}
-			}
-			slices.Sort(got)
-			slices.Sort(want)
 			if !slices.Equal(got, want) {
 				t.Errorf("CLUSTER SHARDS (TLS: %v) on %s: %v, want %v", overTLS, s.Node().Config().NodeID, got, want)
 			}
@@ -572,20 +559,7 @@ func TestClusterAnnounce(t *testing.T) {
 	l := clusterLeader(t, srvs)
 	ctx := context.Background()
 	for _, s := range srvs {
-		rdb := goRedis(t, s)
-		shards, err := rdb.ClusterShards(ctx).Result()
-		if err != nil || len(shards) != 1 {
-			t.Fatalf("CLUSTER SHARDS: %+v, %v", shards, err)
-		}
-		var got, want []string
-		for _, n := range shards[0].Nodes {
-			got = append(got, net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10)))
-		}
-		for _, o := range srvs {
-			want = append(want, announced(o))
-		}
-		slices.Sort(got)
-		slices.Sort(want)
+		got, want := shardAddrs(t, goRedis(t, s)), serverAddrs(srvs, announced)
 		if !slices.Equal(got, want) {
 			t.Errorf("CLUSTER SHARDS on %s: %v, want %v", s.Node().Config().NodeID, got, want)
 		}
@@ -596,4 +570,30 @@ func TestClusterAnnounce(t *testing.T) {
 			t.Errorf("SENTINEL GET-MASTER-ADDR-BY-NAME on %s: %v, %v, want %s", s.Node().Config().NodeID, addr, err, announced(l))
 		}
 	}
+}
+
+// shardAddrs returns the addresses of the nodes of the one shard CLUSTER
+// SHARDS lists, sorted.
+func shardAddrs(t *testing.T, rdb *redis.Client) []string {
+	t.Helper()
+	shards, err := rdb.ClusterShards(context.Background()).Result()
+	if err != nil || len(shards) != 1 {
+		t.Fatalf("CLUSTER SHARDS: %+v, %v", shards, err)
+	}
+	var out []string
+	for _, n := range shards[0].Nodes {
+		out = append(out, net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10)))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// serverAddrs returns addr of each server, sorted.
+func serverAddrs(srvs []*Server, addr func(*Server) string) []string {
+	var out []string
+	for _, s := range srvs {
+		out = append(out, addr(s))
+	}
+	slices.Sort(out)
+	return out
 }
