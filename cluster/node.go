@@ -663,8 +663,9 @@ func (n *Node) becomeReady() {
 
 // ReadIndex returns, on the leader, an index such that the store reflects
 // every write acknowledged before the call once it has applied the index:
-// the commit index, after confirming with a majority that this node still
-// leads. Concurrent calls share the confirmation.
+// the index applied once an entry proposed after the call has committed,
+// which confirms that a majority still follows this node (see
+// leaderReadIndex). Concurrent calls share the confirmation.
 func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	if n.raft.State() != raft.Leader {
 		return 0, ErrNotLeader
@@ -705,24 +706,44 @@ func (n *Node) ownReadIndex(ctx context.Context) (uint64, error) {
 // the write is answered.
 func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
 
+// leaderReadIndex confirms this node's leadership by a round through the
+// log: an entry appended after the call commits only if a majority still
+// followed this node's term after the call began, and then the index
+// applied covers every write acknowledged before the call. The entry is a
+// batch of writes, or an entry of no commands proposed for the purpose,
+// whichever this node applies first; this node must lead in the same
+// term at the end, so that the entry is its own.
+//
+// It does not use raft's VerifyLeader, which counts the answers to the
+// appends and heartbeats of this node that arrive once it is asked,
+// including answers to those sent before: after a pause of this node (a
+// SIGSTOP, a stalled virtual machine) such answers, waiting in its
+// sockets, confirmed a leadership another node had taken meanwhile, and
+// a read answered a value older than an acknowledged write.
+//
+// The round takes LeaderWait at most: past it, if an entry after the
+// call committed, this node's store is behind (ErrBehind); else no leader
+// answered (ErrNoLeader).
 func (n *Node) leaderReadIndex() (uint64, error) {
-	term := n.raft.CurrentTerm()
+	term, last := n.raft.CurrentTerm(), n.raft.LastIndex()
 	if n.raft.State() != raft.Leader {
 		return 0, ErrNotLeader
 	}
-	if n.ready.get() < term {
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
-		err := n.ready.wait(ctx, term)
-		cancel()
-		if err != nil {
-			return 0, ErrNoLeader
-		}
-	}
-	index := n.raft.CommitIndex()
-	if err := n.raft.VerifyLeader().Error(); err != nil {
+	// Resolved by raft whether or not anyone waits for it.
+	n.raft.Apply(encodeEntry(time.Now().UnixMilli(), nil, nil), 0)
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
+	defer cancel()
+	err := n.fsm.applied.wait(ctx, last+1)
+	leading := n.raft.State() == raft.Leader && n.raft.CurrentTerm() == term
+	switch {
+	case err == nil && leading:
+		return n.fsm.applied.get(), nil
+	case err == nil:
 		return 0, ErrNotLeader
+	case leading && n.raft.CommitIndex() > last:
+		return 0, ErrBehind
 	}
-	return index, nil
+	return 0, ErrNoLeader
 }
 
 // soleVoterReadIndex returns the commit index as a read index, without
