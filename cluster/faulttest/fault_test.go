@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -347,10 +348,12 @@ func partitionNode(c *cluster, h *history, rng *rand.Rand) error {
 	return err
 }
 
-// handOver has a random node ask for a failover, as an operator does
-// with SENTINEL FAILOVER: the leader hands its leadership to a follower,
-// asked by the follower if the node is one, while clients write. A
-// failover refused (another under way, say) is no failure of the test.
+// handOver has a random node ask for a failover, as an operator does,
+// while clients write: with SENTINEL FAILOVER (the leader hands its
+// leadership to the follower furthest ahead), REPLICAOF NO ONE (to the
+// node asked) or REPLICAOF of a random node's client address (to that
+// node); a follower asks the leader. A failover refused (another under
+// way, say) is no failure of the test.
 func handOver(c *cluster, h *history, rng *rand.Rand) error {
 	if _, err := c.waitLeader(leaderTimeout); err != nil {
 		return fmt.Errorf("no leader before a hand-over: %w", err)
@@ -362,11 +365,19 @@ func handOver(c *cluster, h *history, rng *rand.Rand) error {
 	})
 	defer rdb.Close()
 	e := event{kind: "handover", node: n.id, start: h.now()}
-	err := rdb.Do(context.Background(), "SENTINEL", "FAILOVER", "mymaster").Err()
+	args := []any{"SENTINEL", "FAILOVER", "mymaster"}
+	switch to := c.nodes[rng.IntN(len(c.nodes))]; rng.IntN(3) {
+	case 1:
+		args = []any{"REPLICAOF", "NO", "ONE"}
+	case 2:
+		host, port, _ := net.SplitHostPort(to.clientAddr)
+		args = []any{"REPLICAOF", host, port}
+	}
+	err := rdb.Do(context.Background(), args...).Err()
 	e.end = h.now()
 	h.addEvent(e)
 	if err != nil {
-		c.t.Logf("hand-over asked of %s: %v", n.id, err)
+		c.t.Logf("hand-over asked of %s with %v: %v", n.id, args, err)
 	}
 	return nil
 }
