@@ -361,5 +361,6 @@ func (p testPeers) Info(_ context.Context, addr string) (map[string]string, erro
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{"node_id": n.Config().NodeID, "applied_index": strconv.FormatUint(n.Applied(), 10)}, nil
+	return map[string]string{"node_id": n.Config().NodeID, "applied_index": strconv.FormatUint(n.Applied(), 10),
+		"term": strconv.FormatUint(n.raft.CurrentTerm(), 10)}, nil
 }

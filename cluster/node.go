@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -706,13 +707,13 @@ func (n *Node) ownReadIndex(ctx context.Context) (uint64, error) {
 // the write is answered.
 func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
 
-// leaderReadIndex confirms this node's leadership by a round through the
-// log: an entry appended after the call commits only if a majority still
-// followed this node's term after the call began, and then the index
-// applied covers every write acknowledged before the call. The entry is a
-// batch of writes, or an entry of no commands proposed for the purpose,
-// whichever this node applies first; this node must lead in the same
-// term at the end, so that the entry is its own.
+// leaderReadIndex returns the commit index, once this node has committed
+// an entry in its term (so that the index covers every entry committed
+// before the term) and a majority of the voters, this node among them,
+// has answered after the call that it is in this node's term (see
+// confirmTerm), and this node still leads in that term: then no leader of
+// a later term can have acknowledged a write before the call, since that
+// takes a majority already in the later term, and terms never go back.
 //
 // It does not use raft's VerifyLeader, which counts the answers to the
 // appends and heartbeats of this node that arrive once it is asked,
@@ -720,30 +721,72 @@ func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
 // SIGSTOP, a stalled virtual machine) such answers, waiting in its
 // sockets, confirmed a leadership another node had taken meanwhile, and
 // a read answered a value older than an acknowledged write.
-//
-// The round takes LeaderWait at most: past it, if an entry after the
-// call committed, this node's store is behind (ErrBehind); else no leader
-// answered (ErrNoLeader).
 func (n *Node) leaderReadIndex() (uint64, error) {
-	term, last := n.raft.CurrentTerm(), n.raft.LastIndex()
+	term := n.raft.CurrentTerm()
 	if n.raft.State() != raft.Leader {
 		return 0, ErrNotLeader
 	}
-	// Resolved by raft whether or not anyone waits for it.
-	n.raft.Apply(encodeEntry(time.Now().UnixMilli(), nil, nil), 0)
+	if n.ready.get() < term {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
+		err := n.ready.wait(ctx, term)
+		cancel()
+		if err != nil {
+			return 0, ErrNoLeader
+		}
+	}
+	index := n.raft.CommitIndex()
+	if err := n.confirmTerm(term); err != nil {
+		return 0, err
+	}
+	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
+		return 0, ErrNotLeader
+	}
+	return index, nil
+}
+
+// confirmTerm asks the other voters, all at once, for their current term
+// (their RAFT INFO), each on a request of its own sent now, and returns
+// once a majority of the voters, this node among them, said term; or,
+// when too many said another term or did not answer within LeaderWait,
+// ErrNotLeader.
+func (n *Node) confirmTerm(term uint64) error {
+	var others []raft.Server
+	voters := 0
+	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
+		if s.Suffrage != raft.Voter {
+			continue
+		}
+		voters++
+		if s.ID != raft.ServerID(n.cfg.NodeID) {
+			others = append(others, s)
+		}
+	}
+	need := voters / 2 // a majority of the voters, less this node
+	if need <= 0 {
+		return nil
+	}
+	peers := n.peers
+	if peers == nil {
+		return ErrNotLeader
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
 	defer cancel()
-	err := n.fsm.applied.wait(ctx, last+1)
-	leading := n.raft.State() == raft.Leader && n.raft.CurrentTerm() == term
-	switch {
-	case err == nil && leading:
-		return n.fsm.applied.get(), nil
-	case err == nil:
-		return 0, ErrNotLeader
-	case leading && n.raft.CommitIndex() > last:
-		return 0, ErrBehind
+	said := make(chan bool, len(others))
+	want := strconv.FormatUint(term, 10)
+	for _, s := range others {
+		go func() {
+			info, err := peers.Info(ctx, string(s.Address))
+			said <- err == nil && info["term"] == want
+		}()
 	}
-	return 0, ErrNoLeader
+	for range others {
+		if <-said {
+			if need--; need == 0 {
+				return nil
+			}
+		}
+	}
+	return ErrNotLeader
 }
 
 // soleVoterReadIndex returns the commit index as a read index, without

@@ -385,3 +385,51 @@ func TestSoleVoterReadBarrier(t *testing.T) {
 		t.Errorf("a voter left alone took %d read index rounds", n)
 	}
 }
+
+// laterTermPeers are Peers whose members at the addresses in later answer
+// RAFT INFO with a term after their own, as members that have moved on to
+// another leader's term do.
+type laterTermPeers struct {
+	Peers
+	later map[string]bool
+}
+
+func (p laterTermPeers) Info(ctx context.Context, addr string) (map[string]string, error) {
+	info, err := p.Peers.Info(ctx, addr)
+	if err == nil && p.later[addr] {
+		term, _ := strconv.ParseUint(info["term"], 10, 64)
+		info["term"] = strconv.FormatUint(term+1, 10)
+	}
+	return info, err
+}
+
+// TestReadIndexCountsTerms checks the leader's confirmation of a read
+// index: it stands while a majority of the voters, the leader among them,
+// says the leader's term, and fails with ErrNotLeader once too many say a
+// later one, as the members that elected another leader would.
+func TestReadIndexCountsTerms(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.LeaderWait = time.Second })
+	l := c.leader()
+	var others []string
+	for _, tn := range c.nodes {
+		if tn != l {
+			others = append(others, string(tn.addr))
+		}
+	}
+	inner := l.node.peers
+	for _, later := range [][]string{nil, others[:1], others} {
+		set := map[string]bool{}
+		for _, a := range later {
+			set[a] = true
+		}
+		l.node.peers = laterTermPeers{Peers: inner, later: set}
+		_, err := l.node.ReadIndex(c.ctx)
+		if wantOK := len(later) < len(others); (err == nil) != wantOK {
+			t.Errorf("%d of 2 followers in a later term: ReadIndex: %v", len(later), err)
+		}
+		if err != nil && !errors.Is(err, ErrNotLeader) {
+			t.Errorf("ReadIndex with every follower in a later term: %v, want ErrNotLeader", err)
+		}
+	}
+	l.node.peers = inner
+}
