@@ -262,7 +262,6 @@ type clusterView struct {
 	leading  bool   // a leader is known now
 	self     string // this node's raft address
 	term     uint64
-	members  int
 }
 
 // describeCluster asks every member for its client addresses and state, at
@@ -273,7 +272,6 @@ func (s *Server) describeCluster(ctx context.Context, overTLS bool) clusterView 
 	leader := s.sentinel.latestLeader(current)
 	v := clusterView{leading: current != "", self: s.node.RaftAddr(), term: s.node.Stats().Term}
 	all := s.otherMembers(ctx, "")
-	v.members = len(all)
 	for i := range all {
 		in := all[i]
 		if overTLS && in.tlsAddr != "" {
@@ -318,7 +316,7 @@ func (v *clusterView) info() string {
 	return fmt.Sprintf("cluster_state:%s\r\ncluster_slots_assigned:%d\r\ncluster_slots_ok:%d\r\ncluster_slots_pfail:%d\r\n"+
 		"cluster_slots_fail:0\r\ncluster_known_nodes:%d\r\ncluster_size:%d\r\ncluster_current_epoch:%d\r\ncluster_my_epoch:%d\r\n"+
 		"cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n",
-		state, size*hashslot.Count, ok, pfail, v.members, size, v.term, v.term)
+		state, size*hashslot.Count, ok, pfail, len(v.replicas)+size, size, v.term, v.term)
 }
 
 // nodes is CLUSTER NODES's text: a line for each member.
