@@ -147,6 +147,13 @@ func (g guardedPeers) Info(ctx context.Context, addr string) (map[string]string,
 	return g.inner.Info(ctx, addr)
 }
 
+func (g guardedPeers) Relay(ctx context.Context, addr string, cmds [][][]byte) error {
+	if err := g.check(addr); err != nil {
+		return err
+	}
+	return g.inner.Relay(ctx, addr, cmds)
+}
+
 // outcome is what a caller learnt of one write.
 type outcome int
 

@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +48,9 @@ type testNode struct {
 	node  *Node
 	dead  bool
 	cut   bool // isolated: no raft traffic and no peer calls to or from it
+
+	relayMu sync.Mutex
+	relayed []string // the commands other nodes relayed to it, arguments joined by spaces
 }
 
 // testCluster is a cluster of in-process nodes connected by raft's
@@ -276,12 +281,34 @@ type testPeers struct {
 }
 
 func (p testPeers) to(addr string) (*Node, error) {
+	tn, err := p.member(addr)
+	if err != nil {
+		return nil, err
+	}
+	return tn.node, nil
+}
+
+func (p testPeers) member(addr string) (*testNode, error) {
 	for _, tn := range p.c.nodes {
 		if string(tn.addr) == addr && !tn.cut && !p.from.cut {
-			return tn.node, nil
+			return tn, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: %s unreachable", errNotSent, addr)
+}
+
+// Relay records cmds as heard by the node at addr.
+func (p testPeers) Relay(_ context.Context, addr string, cmds [][][]byte) error {
+	tn, err := p.member(addr)
+	if err != nil {
+		return err
+	}
+	tn.relayMu.Lock()
+	defer tn.relayMu.Unlock()
+	for _, args := range cmds {
+		tn.relayed = append(tn.relayed, string(bytes.Join(args, []byte(" "))))
+	}
+	return nil
 }
 
 func (p testPeers) Forward(_ context.Context, addr string, cmds []store.Command, out *store.Replies) error {

@@ -54,6 +54,7 @@ type Node struct {
 	transport io.Closer             // the transport Open created, or nil
 	mux       *mux                  // the listener Open created, or nil
 	peers     Peers                 // nil: writes are not forwarded
+	relays    relayer               // commands for other members (Relay)
 
 	observer *raft.Observer
 	leaders  progress // counts leadership and state changes
@@ -125,6 +126,7 @@ func (n *Node) start(network *Network) error {
 	} else {
 		trans, n.peers = network.Raft, network.Peers
 	}
+	n.relays.peers, n.relays.limit = n.peers, maxRelayBytes
 	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("cluster: reading raft state: %w", err)
@@ -1271,6 +1273,9 @@ type Stats struct {
 	// the followers' (with more than one node) and the hand-offs between.
 	EntriesCommitted uint64
 	EntryTime        time.Duration
+	// Relayed counts the commands Relay sent that a member answered, and
+	// RelayDropped those a member missed.
+	Relayed, RelayDropped uint64
 }
 
 // Stats returns the node's current statistics.
@@ -1293,5 +1298,6 @@ func (n *Node) Stats() Stats {
 	}
 	st.LogWrites, st.LogWriteTime = n.logWrites.stats()
 	st.EntriesCommitted, st.EntryTime = n.batch.committed()
+	st.Relayed, st.RelayDropped = n.relays.relayed.Load(), n.relays.dropped.Load()
 	return st
 }

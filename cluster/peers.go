@@ -39,6 +39,9 @@ type Peers interface {
 	Members(ctx context.Context, addr string) ([]Member, error)
 	// Info returns the fields of the RAFT INFO of the node at addr.
 	Info(ctx context.Context, addr string) (map[string]string, error)
+	// Relay runs cmds, each given by its arguments, in order on the node
+	// at addr as a peer's commands, and fails with the first error reply.
+	Relay(ctx context.Context, addr string, cmds [][][]byte) error
 }
 
 // peerTimeout bounds a call to a peer whose context has no deadline.
@@ -441,6 +444,26 @@ func (p *RESPPeers) Handover(ctx context.Context, addr, to string) error {
 		return ErrNotLeader
 	}
 	return err
+}
+
+// Relay implements Peers.
+func (p *RESPPeers) Relay(ctx context.Context, addr string, cmds [][][]byte) error {
+	return p.call(ctx, peerKey{addr: addr}, func(_ *peerConn, w *proto.Writer) int {
+		for _, args := range cmds {
+			w.Array(len(args))
+			for _, a := range args {
+				w.Bulk(a)
+			}
+		}
+		return len(cmds)
+	}, func(replies [][]byte) error {
+		for _, r := range replies {
+			if r[0] == '-' {
+				return remoteError(r)
+			}
+		}
+		return nil
+	})
 }
 
 // simple sends one command whose success reply is +OK.

@@ -13,10 +13,12 @@ import (
 
 // Pub/sub follows Redis 7.0: SUBSCRIBE, PSUBSCRIBE, their UNSUBSCRIBEs,
 // PUBLISH and PUBSUB, and the shard channels of SSUBSCRIBE, SUNSUBSCRIBE
-// and SPUBLISH, a namespace of their own. Messages reach the subscribers
-// of this node only; every node publishes the events of its own apply
-// path to its own subscribers, so a subscriber on any node sees each
-// event once.
+// and SPUBLISH, a namespace of their own. As in Redis Cluster, a
+// client's PUBLISH or SPUBLISH reaches the subscribers of every node: the
+// node it is sent to delivers it to its own and relays it to the other
+// members (cluster.Node.Relay), which deliver it to theirs. Events are not
+// relayed: every node publishes those of its own apply path to its own
+// subscribers, so a subscriber on any node sees each event once.
 //
 // A client's first subscription gives it an outbox (pubsub_outbox.go):
 // from then until its last unsubscription all its output, replies and
@@ -403,16 +405,25 @@ func (c *client) refuseSubscribed(spec *proto.Spec, args [][]byte) bool {
 	return true
 }
 
-// publishCommand is PUBLISH. It reaches this node's subscribers only and
-// replies with their number, as PUBLISH does in Redis Cluster.
+// publishCommand is PUBLISH. It replies with the number of this node's
+// subscribers that heard it, as PUBLISH does in Redis Cluster.
 func publishCommand(c *client, args [][]byte) {
 	c.out.Int(int64(c.s.pubsub.publish(string(args[1]), args[2])))
+	c.relayPublish(args)
 }
 
-// spublishCommand is SPUBLISH, which reaches this node's subscribers of
-// the shard channel only, as PUBLISH does.
+// spublishCommand is SPUBLISH, which PUBLISH's to the shard channel.
 func spublishCommand(c *client, args [][]byte) {
 	c.out.Int(int64(c.s.pubsub.publishShard(string(args[1]), args[2])))
+	c.relayPublish(args)
+}
+
+// relayPublish has the other members deliver a client's PUBLISH or
+// SPUBLISH to their subscribers; one relayed to this node stays here.
+func (c *client) relayPublish(args [][]byte) {
+	if !c.peer {
+		c.s.node.Relay(args...)
+	}
 }
 
 func pubsubCommand(c *client, args [][]byte) {

@@ -141,6 +141,7 @@ func (s *Server) raftInfo() string {
 		st.Entries, st.Batches, st.Commands, st.Restores, st.Persisting)
 	fmt.Fprintf(&b, "log_writes:%d\r\nlog_write_usec:%d\r\nentries_committed:%d\r\nentry_commit_usec:%d\r\n",
 		st.LogWrites, st.LogWriteTime.Microseconds(), st.EntriesCommitted, st.EntryTime.Microseconds())
+	fmt.Fprintf(&b, "publish_relayed:%d\r\npublish_relay_dropped:%d\r\n", st.Relayed, st.RelayDropped)
 	members, _ := node.Members()
 	fmt.Fprintf(&b, "members:%d\r\n", len(members))
 	for i, m := range members {

@@ -1,0 +1,148 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitHeard waits until tn heard want relayed commands and returns them.
+func waitHeard(t *testing.T, tn *testNode, want int) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tn.relayMu.Lock()
+		heard := slices.Clone(tn.relayed)
+		tn.relayMu.Unlock()
+		if len(heard) >= want || time.Now().After(deadline) {
+			return heard
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestRelayReachesEveryOtherMemberInOrder(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	from := c.nodes[1]
+	const n = 500
+	var want []string
+	arg := make([]byte, 0, 16)
+	for i := range n {
+		arg = strconv.AppendInt(arg[:0], int64(i), 10)
+		from.node.Relay([]byte("PUBLISH"), []byte("ch"), arg)
+		want = append(want, "PUBLISH ch "+strconv.Itoa(i))
+	}
+	for _, tn := range c.nodes {
+		if tn == from {
+			continue
+		}
+		if heard := waitHeard(t, tn, n); !slices.Equal(heard, want) {
+			t.Fatalf("%s heard %d commands, want %d in order; first: %q", tn.id, len(heard), n, heard[:min(len(heard), 3)])
+		}
+	}
+	if heard := waitHeard(t, from, 0); len(heard) != 0 {
+		t.Fatalf("the relaying node heard its own commands: %q", heard[:min(len(heard), 3)])
+	}
+	// Stats counts a call's commands once it returned.
+	deadline := time.Now().Add(10 * time.Second)
+	for st := from.node.Stats(); st.Relayed != 2*n || st.RelayDropped != 0; st = from.node.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("relayed %d, dropped %d; want %d and 0", st.Relayed, st.RelayDropped, 2*n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestRelayMissesACutMember(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	from, cut, other := c.nodes[0], c.nodes[1], c.nodes[2]
+	c.isolate(cut)
+	from.node.Relay([]byte("missed"))
+	waitHeard(t, other, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for from.node.Stats().RelayDropped != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("RelayDropped = %d, want 1", from.node.Stats().RelayDropped)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.heal()
+	from.node.Relay([]byte("heard"))
+	if heard := waitHeard(t, cut, 1); !slices.Equal(heard, []string{"heard"}) {
+		t.Fatalf("the member cut off and healed heard %q, want only the command after the heal", heard)
+	}
+	if heard := waitHeard(t, other, 2); !slices.Equal(heard, []string{"missed", "heard"}) {
+		t.Fatalf("the member always reachable heard %q", heard)
+	}
+	if st := from.node.Stats(); st.RelayDropped != 1 {
+		t.Fatalf("after the heal, RelayDropped = %d, want 1", st.RelayDropped)
+	}
+}
+
+// heldPeers records relayed commands, each call held until hold is closed.
+type heldPeers struct {
+	Peers
+	hold  chan struct{}
+	mu    sync.Mutex
+	calls [][]string
+}
+
+func (p *heldPeers) Relay(_ context.Context, _ string, cmds [][][]byte) error {
+	<-p.hold
+	var call []string
+	for _, args := range cmds {
+		call = append(call, string(args[0]))
+	}
+	p.mu.Lock()
+	p.calls = append(p.calls, call)
+	p.mu.Unlock()
+	return nil
+}
+
+func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
+	p := &heldPeers{hold: make(chan struct{})}
+	r := &relayer{peers: p, limit: 100}
+	cmd := func(i int) [][]byte { return [][]byte{fmt.Appendf(nil, "c%08d", i)} } // 9 bytes
+	r.relay([]string{"a"}, cmd(0))
+	// The first call takes c0 and is held; the queue then fills up to
+	// the limit (11 commands of 9 bytes) and drops the rest.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.mu.Lock()
+		taken := len(r.queues["a"].cmds) == 0
+		r.mu.Unlock()
+		if taken {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sender did not take the first command")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := 1; i <= 20; i++ {
+		r.relay([]string{"a"}, cmd(i))
+	}
+	if got := r.dropped.Load(); got != 9 {
+		t.Fatalf("dropped %d commands, want 9", got)
+	}
+	close(p.hold)
+	for r.relayed.Load() != 12 {
+		if time.Now().After(deadline) {
+			t.Fatalf("relayed %d commands, want 12", r.relayed.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var want []string
+	for i := range 12 {
+		want = append(want, string(cmd(i)[0]))
+	}
+	if len(p.calls) != 2 || !slices.Equal(slices.Concat(p.calls...), want) {
+		t.Fatalf("calls %q, want c0 alone, then the 11 queued meanwhile in one call", p.calls)
+	}
+}

@@ -1,0 +1,126 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestPublishReachesEveryNode publishes on every node of a cluster whose
+// nodes need a password, and checks that each node's subscribers (of the
+// channel, of a pattern, and of a shard channel) hear every message once,
+// in the order each node published them, while PUBLISH and SPUBLISH count
+// the subscribers of the node they were sent to.
+func TestPublishReachesEveryNode(t *testing.T) {
+	const pass, perNode = "s3cret", 100
+	srvs := startCluster(t, 3, withPassword(pass))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	auth := func(o *redis.Options) { o.Password = pass }
+	var clients []*redis.Client
+	var subs []*redis.PubSub // on node i: subs[i] of "news" and "n*", subs[len(srvs)+i] of shard channel "spot"
+	for _, s := range srvs {
+		clients = append(clients, newGoRedis(t, s, auth))
+	}
+	for _, rdb := range clients {
+		ps := rdb.Subscribe(ctx, "news")
+		if err := ps.PSubscribe(ctx, "n*"); err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, ps)
+	}
+	for _, rdb := range clients {
+		subs = append(subs, rdb.SSubscribe(ctx, "spot"))
+	}
+	for i, ps := range subs {
+		t.Cleanup(func() { ps.Close() })
+		confirmations := 2
+		if i >= len(srvs) {
+			confirmations = 1
+		}
+		for range confirmations {
+			if m, err := ps.ReceiveTimeout(ctx, 10*time.Second); err != nil {
+				t.Fatal(err)
+			} else if _, ok := m.(*redis.Subscription); !ok {
+				t.Fatalf("got %#v before the subscription's confirmation", m)
+			}
+		}
+	}
+	publish := func(node int, message string) {
+		t.Helper()
+		// A channel subscriber and a pattern subscriber, as Redis
+		// counts them, of this node alone.
+		if n, err := clients[node].Publish(ctx, "news", message).Result(); err != nil || n != 2 {
+			t.Fatalf("PUBLISH on node %d = %d, %v; want 2", node, n, err)
+		}
+		if n, err := clients[node].SPublish(ctx, "spot", message).Result(); err != nil || n != 1 {
+			t.Fatalf("SPUBLISH on node %d = %d, %v; want 1", node, n, err)
+		}
+	}
+	for j := range perNode {
+		for node := range srvs {
+			publish(node, fmt.Sprintf("%d:%d", node, j))
+		}
+	}
+	for node := range srvs {
+		publish(node, fmt.Sprintf("%d:end", node))
+	}
+	for i, ps := range subs {
+		// Each message once per subscription: twice on "news" ("n*"
+		// matches it), once on "spot".
+		copies := 2
+		if i >= len(srvs) {
+			copies = 1
+		}
+		next := make(map[string]int) // by origin and channel or pattern: the next message due
+		ends := 0
+		for ends < copies*len(srvs) {
+			m, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+			if err != nil {
+				t.Fatalf("subscriber %d after %v: %v", i, next, err)
+			}
+			msg, ok := m.(*redis.Message)
+			if !ok {
+				t.Fatalf("subscriber %d got %#v", i, m)
+			}
+			origin, seq, _ := strings.Cut(msg.Payload, ":")
+			key := origin + " " + msg.Channel + " " + msg.Pattern
+			if seq == "end" {
+				if next[key] != perNode {
+					t.Fatalf("subscriber %d: %s ended after %d messages, want %d", i, key, next[key], perNode)
+				}
+				next[key]++
+				ends++
+				continue
+			}
+			if want := strconv.Itoa(next[key]); seq != want {
+				t.Fatalf("subscriber %d: message %s on %s, want %s:%s", i, msg.Payload, key, origin, want)
+			}
+			next[key]++
+		}
+	}
+	// Each node relayed each of its own messages to both others, and
+	// none of those it heard from them.
+	want := strconv.Itoa(2 * 2 * (perNode + 1))
+	for _, s := range srvs {
+		c := dial(t, s.Addr())
+		c.do("AUTH", pass)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, fields := infoFields(t, c.do("RAFT", "INFO"))
+			if fields["publish_relayed"] == want && fields["publish_relay_dropped"] == "0" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: publish_relayed %s, publish_relay_dropped %s; want %s and 0",
+					s.Node().Config().NodeID, fields["publish_relayed"], fields["publish_relay_dropped"], want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
