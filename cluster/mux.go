@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -124,17 +125,18 @@ func (m *mux) Addr() net.Addr { return m.addr }
 
 // Dial implements raft.StreamLayer.
 func (m *mux) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialPeer(string(addr), timeout, m.sec)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return dialPeer(ctx, string(addr), m.sec)
 }
 
 // dialPeer connects to the raft address of another node, with TLS when
-// sec is set: the handshake is done, within timeout, when it returns.
-func dialPeer(addr string, timeout time.Duration, sec *PeerTLS) (net.Conn, error) {
-	d := &net.Dialer{Timeout: timeout}
+// sec is set: the handshake is done, within ctx, when it returns.
+func dialPeer(ctx context.Context, addr string, sec *PeerTLS) (net.Conn, error) {
 	if sec == nil {
-		return d.Dial("tcp", addr)
+		return new(net.Dialer).DialContext(ctx, "tcp", addr)
 	}
-	return tls.DialWithDialer(d, "tcp", addr, sec.Client)
+	return (&tls.Dialer{Config: sec.Client}).DialContext(ctx, "tcp", addr)
 }
 
 // connListener is a net.Listener of connections accepted elsewhere.

@@ -54,7 +54,7 @@ type Node struct {
 	transport io.Closer             // the transport Open created, or nil
 	mux       *mux                  // the listener Open created, or nil
 	peers     Peers                 // nil: writes are not forwarded
-	relays    relayer               // commands for other members (Relay)
+	relays    *relayer              // commands for other members (Relay); nil without peers
 
 	observer *raft.Observer
 	leaders  progress // counts leadership and state changes
@@ -126,7 +126,9 @@ func (n *Node) start(network *Network) error {
 	} else {
 		trans, n.peers = network.Raft, network.Peers
 	}
-	n.relays.peers, n.relays.limit = n.peers, maxRelayBytes
+	if n.peers != nil {
+		n.relays = newRelayer(n.peers, maxRelayBytes)
+	}
 	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("cluster: reading raft state: %w", err)
@@ -547,6 +549,9 @@ func (n *Node) Close() error {
 	}
 	if n.batch != nil {
 		n.batch.stop()
+	}
+	if n.relays != nil {
+		n.relays.close()
 	}
 	close(n.quit)
 	var err error
@@ -1298,6 +1303,8 @@ func (n *Node) Stats() Stats {
 	}
 	st.LogWrites, st.LogWriteTime = n.logWrites.stats()
 	st.EntriesCommitted, st.EntryTime = n.batch.committed()
-	st.Relayed, st.RelayDropped = n.relays.relayed.Load(), n.relays.dropped.Load()
+	if n.relays != nil {
+		st.Relayed, st.RelayDropped = n.relays.relayed.Load(), n.relays.dropped.Load()
+	}
 	return st
 }

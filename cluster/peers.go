@@ -293,7 +293,7 @@ func (p *RESPPeers) forwardAll(ctx context.Context, key peerKey, fs []*forward) 
 // and appends each batch's replies to its out.
 func (p *RESPPeers) forwardBlock(ctx context.Context, key peerKey, fs []*forward) error {
 	var selects []bool // per queued command: whether it is a SELECT
-	return p.call(ctx, key, func(c *peerConn, w *proto.Writer) int {
+	return p.call(ctx, key, false, func(c *peerConn, w *proto.Writer) int {
 		selects = selects[:0]
 		writeCommand(w, "MULTI")
 		for _, f := range fs {
@@ -339,7 +339,7 @@ func (p *RESPPeers) forwardBlock(ctx context.Context, key peerKey, fs []*forward
 // ReadIndex implements Peers with RAFT READINDEX.
 func (p *RESPPeers) ReadIndex(ctx context.Context, addr string) (uint64, error) {
 	var index uint64
-	err := p.call(ctx, peerKey{addr: addr}, func(_ *peerConn, w *proto.Writer) int {
+	err := p.call(ctx, peerKey{addr: addr}, false, func(_ *peerConn, w *proto.Writer) int {
 		writeCommand(w, "RAFT", "READINDEX")
 		return 1
 	}, func(replies [][]byte) error {
@@ -396,7 +396,7 @@ func (p *RESPPeers) Members(ctx context.Context, addr string) ([]Member, error) 
 // Info implements Peers with RAFT INFO.
 func (p *RESPPeers) Info(ctx context.Context, addr string) (map[string]string, error) {
 	fields := make(map[string]string)
-	err := p.call(ctx, peerKey{addr: addr}, func(_ *peerConn, w *proto.Writer) int {
+	err := p.call(ctx, peerKey{addr: addr}, false, func(_ *peerConn, w *proto.Writer) int {
 		writeCommand(w, "RAFT", "INFO")
 		return 1
 	}, func(replies [][]byte) error {
@@ -448,7 +448,7 @@ func (p *RESPPeers) Handover(ctx context.Context, addr, to string) error {
 
 // Relay implements Peers.
 func (p *RESPPeers) Relay(ctx context.Context, addr string, cmds [][][]byte) error {
-	return p.call(ctx, peerKey{addr: addr}, func(_ *peerConn, w *proto.Writer) int {
+	return p.call(ctx, peerKey{addr: addr}, true, func(_ *peerConn, w *proto.Writer) int {
 		for _, args := range cmds {
 			w.Array(len(args))
 			for _, a := range args {
@@ -468,7 +468,7 @@ func (p *RESPPeers) Relay(ctx context.Context, addr string, cmds [][][]byte) err
 
 // simple sends one command whose success reply is +OK.
 func (p *RESPPeers) simple(ctx context.Context, addr string, args ...string) error {
-	return p.call(ctx, peerKey{addr: addr}, func(_ *peerConn, w *proto.Writer) int {
+	return p.call(ctx, peerKey{addr: addr}, false, func(_ *peerConn, w *proto.Writer) int {
 		writeCommand(w, args...)
 		return 1
 	}, func(replies [][]byte) error {
@@ -480,17 +480,33 @@ func (p *RESPPeers) simple(ctx context.Context, addr string, args ...string) err
 }
 
 // call sends a request that encode writes (returning how many replies it
-// expects) on a connection of key, and hands the replies to decode. A request that could
-// not be sent fails with an error wrapping errNotSent; one whose replies
-// did not all arrive, with ErrUnknownOutcome.
-func (p *RESPPeers) call(ctx context.Context, key peerKey, encode func(*peerConn, *proto.Writer) int, decode func([][]byte) error) error {
+// expects) on a connection of key, and hands the replies to decode. A
+// request that could not be sent fails with an error wrapping errNotSent;
+// one whose replies did not all arrive, with ErrUnknownOutcome. With cut,
+// ctx's cancellation cuts the call short, its dial included, and closes
+// the connection, for callers that stop waiting when cancelled. Without
+// it, a cancelled call runs to ctx's deadline and keeps its connection,
+// as the term queries do that a read index no longer waits for.
+func (p *RESPPeers) call(ctx context.Context, key peerKey, cut bool, encode func(*peerConn, *proto.Writer) int, decode func([][]byte) error) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(peerTimeout)
 	}
-	c, err := p.get(key, deadline)
+	dialCtx := context.Background()
+	if cut {
+		dialCtx = ctx
+	}
+	c, err := p.get(dialCtx, key, deadline)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotSent, err)
+	}
+	if cut {
+		stop := context.AfterFunc(ctx, func() { c.nc.Close() })
+		defer func() {
+			if !stop() {
+				c.nc.Close() // pooled already, or about to be: get finds it dead
+			}
+		}()
 	}
 	c.req.Reset()
 	n := encode(c, &c.req)
@@ -520,10 +536,10 @@ func (p *RESPPeers) call(ctx context.Context, key peerKey, encode func(*peerConn
 // connection keeps: a big forwarded block's are let go.
 const maxKeptPeerBuf = 64 << 10
 
-// get returns an idle connection of key or dials one: in RESP3, it
-// begins with HELLO 3, which authenticates too; in RESP2, with AUTH when
-// a password is set.
-func (p *RESPPeers) get(key peerKey, deadline time.Time) (*peerConn, error) {
+// get returns an idle connection of key or dials one within ctx and
+// deadline: in RESP3, it begins with HELLO 3, which authenticates too; in
+// RESP2, with AUTH when a password is set.
+func (p *RESPPeers) get(ctx context.Context, key peerKey, deadline time.Time) (*peerConn, error) {
 	for {
 		p.mu.Lock()
 		idle := p.idle[key]
@@ -539,7 +555,9 @@ func (p *RESPPeers) get(key peerKey, deadline time.Time) (*peerConn, error) {
 		}
 		c.nc.Close()
 	}
-	nc, err := dialPeer(key.addr, time.Until(deadline), p.sec)
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	nc, err := dialPeer(dctx, key.addr, p.sec)
 	if err != nil {
 		return nil, err
 	}

@@ -25,11 +25,34 @@ type relayer struct {
 	peers Peers
 	limit int // bytes of commands a queue may hold (maxRelayBytes)
 
+	ctx    context.Context // cancelled by close, which cuts the calls short
+	cancel context.CancelFunc
+
 	mu     sync.Mutex
 	queues map[string]*relayQueue // by raft address; only while sending
+	closed bool
+	wg     sync.WaitGroup // the senders
 
 	relayed atomic.Uint64 // commands a member answered
 	dropped atomic.Uint64 // commands a member missed
+}
+
+// newRelayer returns a relayer that calls on peers, holding up to limit
+// bytes of commands for each member.
+func newRelayer(peers Peers, limit int) *relayer {
+	r := &relayer{peers: peers, limit: limit, queues: make(map[string]*relayQueue)}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r
+}
+
+// close drops what is queued, cuts the calls in flight short and waits
+// for the senders to return.
+func (r *relayer) close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.cancel()
+	r.wg.Wait()
 }
 
 // relayQueue holds the commands waiting for one member.
@@ -46,14 +69,15 @@ func (r *relayer) relay(addrs []string, cmd [][]byte) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
 	for _, addr := range addrs {
 		q := r.queues[addr]
 		if q == nil {
 			q = &relayQueue{}
-			if r.queues == nil {
-				r.queues = make(map[string]*relayQueue)
-			}
 			r.queues[addr] = q
+			r.wg.Add(1)
 			go r.send(addr, q)
 		}
 		if q.bytes+size > r.limit {
@@ -68,17 +92,18 @@ func (r *relayer) relay(addrs []string, cmd [][]byte) {
 // send relays q's commands to the member at addr until q is empty, then
 // forgets q; the next command for addr starts a new queue and goroutine.
 func (r *relayer) send(addr string, q *relayQueue) {
+	defer r.wg.Done()
 	for {
 		r.mu.Lock()
 		cmds := q.cmds
-		if len(cmds) == 0 {
+		if len(cmds) == 0 || r.closed {
 			delete(r.queues, addr)
 			r.mu.Unlock()
 			return
 		}
 		q.cmds, q.bytes = nil, 0
 		r.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), relayTimeout)
+		ctx, cancel := context.WithTimeout(r.ctx, relayTimeout)
 		err := r.peers.Relay(ctx, addr, cmds)
 		cancel()
 		if err != nil {
@@ -97,7 +122,7 @@ func (r *relayer) send(addr string, q *relayQueue) {
 // be reached within relayTimeout, or that has maxRelayBytes of commands
 // waiting for it, misses them (Stats counts them).
 func (n *Node) Relay(args ...[]byte) {
-	if n.closed.Load() || n.peers == nil {
+	if n.relays == nil {
 		return
 	}
 	members := n.raft.GetConfiguration().Configuration().Servers

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
@@ -105,7 +106,8 @@ func (p *heldPeers) Relay(_ context.Context, _ string, cmds [][][]byte) error {
 
 func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 	p := &heldPeers{hold: make(chan struct{})}
-	r := &relayer{peers: p, limit: 100}
+	r := newRelayer(p, 100)
+	defer r.close()
 	cmd := func(i int) [][]byte { return [][]byte{fmt.Appendf(nil, "c%08d", i)} } // 9 bytes
 	r.relay([]string{"a"}, cmd(0))
 	// The first call takes c0 and is held; the queue then fills up to
@@ -144,5 +146,45 @@ func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 	}
 	if len(p.calls) != 2 || !slices.Equal(slices.Concat(p.calls...), want) {
 		t.Fatalf("calls %q, want c0 alone, then the 11 queued meanwhile in one call", p.calls)
+	}
+}
+
+// TestRelayCloseCutsACallShort relays to a member that takes the request
+// and never answers: closing the relayer must cut the call short rather
+// than wait for its deadline.
+func TestRelayCloseCutsACallShort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan net.Conn, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err == nil {
+			got <- nc
+		}
+	}()
+	peers := NewRESPPeers(nil, nil)
+	defer peers.Close()
+	r := newRelayer(peers, maxRelayBytes)
+	r.relay([]string{ln.Addr().String()}, [][]byte{[]byte("PUBLISH"), []byte("ch"), []byte("m")})
+	nc := <-got
+	defer nc.Close()
+	req := make([]byte, 64)
+	if _, err := nc.Read(req); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r.close()
+	if took := time.Since(start); took >= relayTimeout {
+		t.Fatalf("close took %v: it waited for the call's deadline", took)
+	}
+	if r.dropped.Load() != 1 || r.relayed.Load() != 0 {
+		t.Fatalf("dropped %d, relayed %d; want 1 and 0", r.dropped.Load(), r.relayed.Load())
+	}
+	r.relay([]string{ln.Addr().String()}, [][]byte{[]byte("PUBLISH"), []byte("ch"), []byte("late")})
+	if r.dropped.Load() != 1 || len(r.queues) != 0 {
+		t.Fatal("a closed relayer queued a command")
 	}
 }

@@ -207,9 +207,9 @@ func TestTLSConfigRefused(t *testing.T) {
 }
 
 // TestTLSCluster runs three nodes with tls-cluster: a follower forwards a
-// write and asks the leader for a read index over TLS, every replica
-// applies the same log, and a node's raft address answers nothing to
-// plain RESP.
+// write, asks the leader for a read index and relays a PUBLISH over TLS,
+// every replica applies the same log, and a node's raft address answers
+// nothing to plain RESP.
 func TestTLSCluster(t *testing.T) {
 	p := newTestPKI(t)
 	srvs := startCluster(t, 3, func(c *Config) {
@@ -221,6 +221,12 @@ func TestTLSCluster(t *testing.T) {
 	f.expect("+OK\r\n", "SET", "k", "v")
 	f.expect("$1\r\nv\r\n", "GET", "k")
 	f.expect("*2\r\n$11\r\ntls-cluster\r\n$3\r\nyes\r\n", "CONFIG", "GET", "tls-cluster")
+	sub := dial(t, l.Addr())
+	sub.expect("*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n", "SUBSCRIBE", "news")
+	f.expect(":0\r\n", "PUBLISH", "news", "hello")
+	if got, want := sub.reply(), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n"; got != want {
+		t.Fatalf("the leader's subscriber got %q, want %q", got, want)
+	}
 	waitApplied(t, srvs)
 	checkDigests(t, srvs)
 
