@@ -61,6 +61,9 @@ type fsm struct {
 	replies  sync.Pool     // of *store.Replies
 	applied  progress      // index of the latest entry of commands or membership applied
 	restores atomic.Uint64 // snapshots restored
+	// memberships counts the membership changes applied and the
+	// snapshots restored: the membership may have changed when it grows.
+	memberships atomic.Uint64
 	// persisting counts the snapshots taken and not yet released: their
 	// state is being written, and the store's copy-on-write keeps what
 	// they share with it.
@@ -103,6 +106,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		case raft.LogCommand:
 			resps[i] = f.apply(l, ahead)
 		case raft.LogConfiguration:
+			f.memberships.Add(1)
 			f.applied.advance(l.Index)
 		}
 	}
@@ -302,6 +306,7 @@ func (f *fsm) restoreState(r io.Reader) error {
 		return err
 	}
 	f.restores.Add(1)
+	f.memberships.Add(1)
 	f.applied.advance(applied)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/presenced/presenced/proto"
 	"github.com/presenced/presenced/store"
 )
 
@@ -297,20 +298,40 @@ func (p testPeers) member(addr string) (*testNode, error) {
 	return nil, fmt.Errorf("%w: %s unreachable", errNotSent, addr)
 }
 
-// Relay records cmds as heard by the node at addr.
-func (p testPeers) Relay(_ context.Context, addr string, cmds [][][]byte) error {
+// Relay records the n commands of cmds as heard by the node at addr.
+func (p testPeers) Relay(_ context.Context, addr string, cmds []byte, n int) error {
 	tn, err := p.member(addr)
 	if err != nil {
 		return err
 	}
+	heard, err := parseCommands(cmds)
+	if err != nil {
+		return err
+	}
+	if len(heard) != n {
+		return fmt.Errorf("%d commands relayed as %d", len(heard), n)
+	}
 	tn.relayMu.Lock()
 	defer tn.relayMu.Unlock()
-	for _, args := range cmds {
-		tn.relayed = append(tn.relayed, string(bytes.Join(args, []byte(" "))))
-	}
+	tn.relayed = append(tn.relayed, heard...)
 	return nil
 }
 
+// parseCommands parses RESP commands, each returned as its arguments
+// joined by spaces.
+func parseCommands(b []byte) ([]string, error) {
+	var p proto.Parser
+	var out []string
+	for len(b) > 0 {
+		args, n, err := p.Parse(b, proto.Limits{MaxBulkLen: 1 << 20})
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("relayed bytes %q: %v", b, err)
+		}
+		out = append(out, string(bytes.Join(args, []byte(" "))))
+		b = b[n:]
+	}
+	return out, nil
+}
 func (p testPeers) Forward(_ context.Context, addr string, cmds []store.Command, out *store.Replies) error {
 	n, err := p.to(addr)
 	if err != nil {

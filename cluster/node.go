@@ -55,6 +55,7 @@ type Node struct {
 	mux       *mux                  // the listener Open created, or nil
 	peers     Peers                 // nil: writes are not forwarded
 	relays    *relayer              // commands for other members (Relay); nil without peers
+	relayTo   atomic.Pointer[relayMembers]
 
 	observer *raft.Observer
 	leaders  progress // counts leadership and state changes

@@ -39,9 +39,10 @@ type Peers interface {
 	Members(ctx context.Context, addr string) ([]Member, error)
 	// Info returns the fields of the RAFT INFO of the node at addr.
 	Info(ctx context.Context, addr string) (map[string]string, error)
-	// Relay runs cmds, each given by its arguments, in order on the node
-	// at addr as a peer's commands, and fails with the first error reply.
-	Relay(ctx context.Context, addr string, cmds [][][]byte) error
+	// Relay runs the n commands of cmds, encoded in RESP, in order on the
+	// node at addr as a peer's commands, and fails with the first error
+	// reply.
+	Relay(ctx context.Context, addr string, cmds []byte, n int) error
 }
 
 // peerTimeout bounds a call to a peer whose context has no deadline.
@@ -447,15 +448,10 @@ func (p *RESPPeers) Handover(ctx context.Context, addr, to string) error {
 }
 
 // Relay implements Peers.
-func (p *RESPPeers) Relay(ctx context.Context, addr string, cmds [][][]byte) error {
+func (p *RESPPeers) Relay(ctx context.Context, addr string, cmds []byte, n int) error {
 	return p.call(ctx, peerKey{addr: addr}, true, func(_ *peerConn, w *proto.Writer) int {
-		for _, args := range cmds {
-			w.Array(len(args))
-			for _, a := range args {
-				w.Bulk(a)
-			}
-		}
-		return len(cmds)
+		w.Raw(cmds)
+		return n
 	}, func(replies [][]byte) error {
 		for _, r := range replies {
 			if r[0] == '-' {

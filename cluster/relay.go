@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/presenced/presenced/proto"
 )
 
 // relayTimeout bounds one call that relays commands to a member: a
@@ -55,23 +57,22 @@ func (r *relayer) close() {
 	r.wg.Wait()
 }
 
-// relayQueue holds the commands waiting for one member.
+// relayQueue holds the commands waiting for one member, encoded in RESP.
 type relayQueue struct {
-	cmds  [][][]byte
-	bytes int
+	buf   []byte
+	n     int    // commands in buf
+	spare []byte // the buffer of the call before, for buf to reuse
 }
 
-// relay queues cmd for the members at addrs.
-func (r *relayer) relay(addrs []string, cmd [][]byte) {
-	size := 0
-	for _, a := range cmd {
-		size += len(a)
-	}
+// relay queues the command of arguments args for the members at addrs.
+func (r *relayer) relay(addrs []string, args [][]byte) {
+	size := encodedLen(args)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return
 	}
+	var cmd []byte // encoded in the first queue that takes it
 	for _, addr := range addrs {
 		q := r.queues[addr]
 		if q == nil {
@@ -80,12 +81,22 @@ func (r *relayer) relay(addrs []string, cmd [][]byte) {
 			r.wg.Add(1)
 			go r.send(addr, q)
 		}
-		if q.bytes+size > r.limit {
+		if len(q.buf)+size > r.limit {
 			r.dropped.Add(1)
 			continue
 		}
-		q.cmds = append(q.cmds, cmd)
-		q.bytes += size
+		if cmd == nil {
+			w := proto.Writer{B: q.buf}
+			w.Array(len(args))
+			for _, a := range args {
+				w.Bulk(a)
+			}
+			cmd = w.B[len(q.buf):]
+			q.buf = w.B
+		} else {
+			q.buf = append(q.buf, cmd...)
+		}
+		q.n++
 	}
 }
 
@@ -95,23 +106,45 @@ func (r *relayer) send(addr string, q *relayQueue) {
 	defer r.wg.Done()
 	for {
 		r.mu.Lock()
-		cmds := q.cmds
-		if len(cmds) == 0 || r.closed {
+		cmds, n := q.buf, q.n
+		if n == 0 || r.closed {
 			delete(r.queues, addr)
 			r.mu.Unlock()
 			return
 		}
-		q.cmds, q.bytes = nil, 0
+		q.buf, q.n, q.spare = q.spare[:0], 0, nil
 		r.mu.Unlock()
 		ctx, cancel := context.WithTimeout(r.ctx, relayTimeout)
-		err := r.peers.Relay(ctx, addr, cmds)
+		err := r.peers.Relay(ctx, addr, cmds, n)
 		cancel()
 		if err != nil {
-			r.dropped.Add(uint64(len(cmds)))
+			r.dropped.Add(uint64(n))
 		} else {
-			r.relayed.Add(uint64(len(cmds)))
+			r.relayed.Add(uint64(n))
 		}
+		r.mu.Lock()
+		q.spare = cmds
+		r.mu.Unlock()
 	}
+}
+
+// encodedLen is the length of the command of arguments args in RESP.
+func encodedLen(args [][]byte) int {
+	n := headerLen(len(args))
+	for _, a := range args {
+		n += headerLen(len(a)) + len(a) + 2
+	}
+	return n
+}
+
+// headerLen is the length of an array's or a bulk string's header: its
+// type, the decimal count n and CRLF.
+func headerLen(n int) int {
+	digits := 1
+	for ; n >= 10; n /= 10 {
+		digits++
+	}
+	return 1 + digits + 2
 }
 
 // Relay has every other member of the cluster run a command, given by
@@ -125,26 +158,34 @@ func (n *Node) Relay(args ...[]byte) {
 	if n.relays == nil {
 		return
 	}
-	members := n.raft.GetConfiguration().Configuration().Servers
-	addrs := make([]string, 0, len(members))
-	for _, m := range members {
+	if addrs := n.otherMembers(); len(addrs) > 0 {
+		n.relays.relay(addrs, args)
+	}
+}
+
+// relayMembers is the membership Relay sends to, as it was once the
+// node had applied gen membership changes and snapshots.
+type relayMembers struct {
+	gen   uint64
+	addrs []string // the raft addresses of the members other than this node
+}
+
+// otherMembers returns the raft addresses of the other members. It looks
+// at raft's configuration again only after a membership change or a
+// snapshot was applied: raft copies its whole configuration for each
+// look, which a PUBLISH should not pay for. A member is thus known once
+// this node has applied the change that adds it.
+func (n *Node) otherMembers() []string {
+	gen := n.fsm.memberships.Load()
+	if m := n.relayTo.Load(); m != nil && m.gen == gen {
+		return m.addrs
+	}
+	var addrs []string
+	for _, m := range n.raft.GetConfiguration().Configuration().Servers {
 		if string(m.ID) != n.cfg.NodeID {
 			addrs = append(addrs, string(m.Address))
 		}
 	}
-	if len(addrs) == 0 {
-		return
-	}
-	size := 0
-	for _, a := range args {
-		size += len(a)
-	}
-	// One allocation for the arguments, which the caller may reuse.
-	buf := make([]byte, 0, size)
-	cmd := make([][]byte, len(args))
-	for i, a := range args {
-		buf = append(buf, a...)
-		cmd[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
-	}
-	n.relays.relay(addrs, cmd)
+	n.relayTo.Store(&relayMembers{gen: gen, addrs: addrs})
+	return addrs
 }

@@ -92,30 +92,29 @@ type heldPeers struct {
 	calls [][]string
 }
 
-func (p *heldPeers) Relay(_ context.Context, _ string, cmds [][][]byte) error {
+func (p *heldPeers) Relay(_ context.Context, _ string, cmds []byte, _ int) error {
 	<-p.hold
-	var call []string
-	for _, args := range cmds {
-		call = append(call, string(args[0]))
+	call, err := parseCommands(cmds)
+	if err != nil {
+		return err
 	}
 	p.mu.Lock()
 	p.calls = append(p.calls, call)
 	p.mu.Unlock()
 	return nil
 }
-
 func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 	p := &heldPeers{hold: make(chan struct{})}
-	r := newRelayer(p, 100)
+	r := newRelayer(p, 200)
 	defer r.close()
-	cmd := func(i int) [][]byte { return [][]byte{fmt.Appendf(nil, "c%08d", i)} } // 9 bytes
+	cmd := func(i int) [][]byte { return [][]byte{fmt.Appendf(nil, "c%08d", i)} } // 19 bytes in RESP
 	r.relay([]string{"a"}, cmd(0))
 	// The first call takes c0 and is held; the queue then fills up to
-	// the limit (11 commands of 9 bytes) and drops the rest.
+	// the limit (10 commands of 19 bytes) and drops the rest.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r.mu.Lock()
-		taken := len(r.queues["a"].cmds) == 0
+		taken := r.queues["a"].n == 0
 		r.mu.Unlock()
 		if taken {
 			break
@@ -128,24 +127,24 @@ func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 	for i := 1; i <= 20; i++ {
 		r.relay([]string{"a"}, cmd(i))
 	}
-	if got := r.dropped.Load(); got != 9 {
-		t.Fatalf("dropped %d commands, want 9", got)
+	if got := r.dropped.Load(); got != 10 {
+		t.Fatalf("dropped %d commands, want 10", got)
 	}
 	close(p.hold)
-	for r.relayed.Load() != 12 {
+	for r.relayed.Load() != 11 {
 		if time.Now().After(deadline) {
-			t.Fatalf("relayed %d commands, want 12", r.relayed.Load())
+			t.Fatalf("relayed %d commands, want 11", r.relayed.Load())
 		}
 		time.Sleep(time.Millisecond)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var want []string
-	for i := range 12 {
+	for i := range 11 {
 		want = append(want, string(cmd(i)[0]))
 	}
 	if len(p.calls) != 2 || !slices.Equal(slices.Concat(p.calls...), want) {
-		t.Fatalf("calls %q, want c0 alone, then the 11 queued meanwhile in one call", p.calls)
+		t.Fatalf("calls %q, want c0 alone, then the 10 queued meanwhile in one call", p.calls)
 	}
 }
 
@@ -186,5 +185,21 @@ func TestRelayCloseCutsACallShort(t *testing.T) {
 	r.relay([]string{ln.Addr().String()}, [][]byte{[]byte("PUBLISH"), []byte("ch"), []byte("late")})
 	if r.dropped.Load() != 1 || len(r.queues) != 0 {
 		t.Fatal("a closed relayer queued a command")
+	}
+}
+
+// TestRelayReachesAMemberThatJoins relays before and after a node joins:
+// the relaying node looks at the membership again once it has applied
+// the change.
+func TestRelayReachesAMemberThatJoins(t *testing.T) {
+	c := newTestCluster(t, 2, nil)
+	from := c.nodes[1]
+	from.node.Relay([]byte("before"))
+	waitHeard(t, c.nodes[0], 1)
+	joined := c.join("n3", nil)
+	c.formed()
+	from.node.Relay([]byte("after"))
+	if heard := waitHeard(t, joined, 1); !slices.Equal(heard, []string{"after"}) {
+		t.Fatalf("the member that joined heard %q, want the command relayed after it joined", heard)
 	}
 }
