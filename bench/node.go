@@ -190,18 +190,39 @@ type cluster struct {
 // others join it; it returns once every node knows the leader and all
 // members.
 func startCluster(bin string, size int, extra ...string) (*cluster, error) {
-	root, err := os.MkdirTemp("", "bench-cluster-")
+	c, err := startNodes(size, "bench-cluster-", func(i int, root string, first *node) (*node, error) {
+		join := ""
+		if first != nil {
+			join = first.addr
+		}
+		id := "n" + strconv.Itoa(i+1)
+		return newPresencedNode(bin, id, filepath.Join(root, id), join, extra...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitFormed(); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// startNodes starts size nodes as a cluster whose data directories are
+// under a fresh directory named after pattern. newNode makes node i, with
+// its directory under root; first is the first node, nil for the first.
+func startNodes(size int, pattern string, newNode func(i int, root string, first *node) (*node, error)) (*cluster, error) {
+	root, err := os.MkdirTemp("", pattern)
 	if err != nil {
 		return nil, err
 	}
 	c := &cluster{root: root}
 	for i := range size {
-		join := ""
+		var first *node
 		if i > 0 {
-			join = c.nodes[0].addr
+			first = c.nodes[0]
 		}
-		id := "n" + strconv.Itoa(i+1)
-		n, err := newPresencedNode(bin, id, filepath.Join(root, id), join, extra...)
+		n, err := newNode(i, root, first)
 		if err == nil {
 			c.nodes = append(c.nodes, n)
 			err = n.start()
@@ -210,10 +231,6 @@ func startCluster(bin string, size int, extra ...string) (*cluster, error) {
 			c.close()
 			return nil, err
 		}
-	}
-	if err := c.waitFormed(); err != nil {
-		c.close()
-		return nil, err
 	}
 	return c, nil
 }

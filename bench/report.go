@@ -63,6 +63,18 @@ func (r *Row) side(i int) *Measurement {
 	return &r.Redis
 }
 
+// targetCells returns the row's target and whether its ratio met it, as
+// the report shows them: dashes for a row without a target.
+func (r Row) targetCells() (target, met string) {
+	switch {
+	case r.Target == Target{}:
+		return "–", "–"
+	case r.Target.Met(r.Ratio()):
+		return r.Target.String(), "yes"
+	}
+	return r.Target.String(), "no"
+}
+
 // Ratio is presenced / redis-server, NaN when the redis figure is not
 // positive.
 func (r Row) Ratio() float64 {
@@ -310,16 +322,13 @@ func (g *Group) writeTable(b *bytes.Buffer) {
 	}
 	for _, r := range g.Rows {
 		ratio := r.Ratio()
-		met := "no"
-		if r.Target.Met(ratio) {
-			met = "yes"
-		}
+		target, met := r.targetCells()
 		value := formatBytes
 		if g.Throughput {
 			value = formatOps
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |", r.Workload, value(r.Presenced.Value),
-			value(r.Redis.Value), formatRatio(ratio), r.Target, met)
+			value(r.Redis.Value), formatRatio(ratio), target, met)
 		if g.Throughput {
 			fmt.Fprintf(b, " %s | %s | %s | %s |", formatDuration(r.Presenced.P50), formatDuration(r.Presenced.P99),
 				formatDuration(r.Redis.P50), formatDuration(r.Redis.P99))

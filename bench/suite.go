@@ -298,6 +298,7 @@ var groupRunners = map[string]func(*suite) error{
 
 	groupHistoryWrites: (*suite).historyWrites,
 	groupHyperLogLog:   (*suite).hyperloglog,
+	groupPubSub:        (*suite).pubsub,
 }
 
 // datasets measures the memory of each data set and BITCOUNT on some.

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// groupPubSub is PUBLISH heard by subscribers on other nodes.
+const groupPubSub = "pubsub"
+
+// pubsubChannel is the channel the pubsub group publishes on.
+const pubsubChannel = "online:events"
+
+// drainTimeout bounds the wait, after a run, for its last messages to
+// reach every subscriber.
+const drainTimeout = 30 * time.Second
+
+// pubsub measures PUBLISH on one node heard by a subscriber on each other
+// node: presenced's leader relays its clients' messages to the other
+// members, as a redis-server master's replicas hear its PUBLISH through
+// replication. After each run every subscriber must have heard every
+// message the run published, once.
+func (s *suite) pubsub() error {
+	c, err := startCluster(s.cfg.Presenced, s.cfg.Nodes, noPersistence.presenced...)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	l, err := c.leader()
+	if err != nil {
+		return err
+	}
+	r, err := startReplicated(s.cfg.Nodes)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	var followers []string
+	for i, n := range c.nodes {
+		if i != l {
+			followers = append(followers, n.addr)
+		}
+	}
+	publish := newTemplate([]string{"PUBLISH", pubsubChannel}, 1)
+	var drains [2]drainStats
+	g := Group{Title: "Pub/sub across nodes", Throughput: true}
+	for _, pipeline := range []int{64, 1} {
+		w := workload{
+			name:     fmt.Sprintf("PUBLISH on the leader, pipeline %d, a subscriber on each of the %d other nodes", pipeline, s.cfg.Nodes-1),
+			reqs:     both(publish),
+			pipeline: pipeline,
+			random:   true,
+			beside:   [2]func(target) (func() error, error){subscribers(followers, &drains[0]), subscribers(r.addrs()[1:], &drains[1])},
+		}
+		row, err := s.throughput([2]target{{addrs: []string{c.nodes[l].addr}, pids: c.pids()}, {addrs: r.addrs()[:1], pids: r.pids()}}, w)
+		if err != nil {
+			return err
+		}
+		g.Rows = append(g.Rows, row)
+	}
+	g.Note = fmt.Sprintf("`PUBLISH %s <random id>`, %d connections on one node: presenced's leader of %d nodes (`--appendonly no`; a message does not enter the log), which relays each message to the other members, against a redis-server master (`--appendonly no --save ''`) with %d replicas, which hear it through replication. One subscriber on each other node reads the messages as a client library does. After each run, every subscriber had heard every message once; the last message arrived at most %s (presenced) and %s (redis-server) after the run's last reply. presenced's CPU is that of all nodes, redis-server's of all its processes; a row has no target.",
+		pubsubChannel, s.cfg.Conns, s.cfg.Nodes, s.cfg.Nodes-1, formatDuration(drains[0].max()), formatDuration(drains[1].max()))
+	s.rep.Groups = append(s.rep.Groups, g)
+	return nil
+}
+
+// drainStats keeps the longest time a run's last messages took to reach
+// every subscriber after the run.
+type drainStats struct{ longest atomic.Int64 }
+
+func (d *drainStats) add(took time.Duration) {
+	for {
+		old := d.longest.Load()
+		if int64(took) <= old || d.longest.CompareAndSwap(old, int64(took)) {
+			return
+		}
+	}
+}
+
+func (d *drainStats) max() time.Duration { return time.Duration(d.longest.Load()) }
+
+// subscribers returns a job to run beside a target's runs: a connection
+// to each of addrs subscribed to pubsubChannel, counting the messages it
+// reads. Its stop reads from INFO commandstats how many PUBLISH the
+// target's node ran during the run, waits until every subscriber heard
+// that many messages (adding the wait to drains), and fails if one heard
+// fewer within drainTimeout or more.
+func subscribers(addrs []string, drains *drainStats) func(t target) (func() error, error) {
+	return func(t target) (func() error, error) {
+		const timeout = 10 * time.Second
+		before, err := publishCalls(t.addrs[0])
+		if err != nil {
+			return nil, err
+		}
+		type listener struct {
+			c        *client
+			messages atomic.Int64
+			done     chan struct{}
+		}
+		var ls []*listener
+		closeAll := func() {
+			for _, l := range ls {
+				l.c.close()
+				<-l.done
+			}
+		}
+		for _, addr := range addrs {
+			c, err := dial(addr, timeout)
+			if err == nil {
+				_, err = c.do(timeout, "SUBSCRIBE", pubsubChannel)
+			}
+			if err == nil {
+				err = c.conn.SetDeadline(time.Time{})
+			}
+			if err != nil {
+				if c != nil {
+					c.close()
+				}
+				closeAll()
+				return nil, err
+			}
+			l := &listener{c: c, done: make(chan struct{})}
+			ls = append(ls, l)
+			go func() {
+				defer close(l.done)
+				for {
+					if _, err := l.c.rd.read(); err != nil {
+						return // the connection closed at stop
+					}
+					l.messages.Add(1)
+				}
+			}()
+		}
+		return func() error {
+			defer closeAll()
+			after, err := publishCalls(t.addrs[0])
+			if err != nil {
+				return err
+			}
+			want := after - before
+			start := time.Now()
+			for _, l := range ls {
+				for l.messages.Load() < want {
+					if time.Since(start) > drainTimeout {
+						return fmt.Errorf("a subscriber heard %d of %d messages within %v of the run's end", l.messages.Load(), want, drainTimeout)
+					}
+					time.Sleep(100 * time.Microsecond)
+				}
+			}
+			drains.add(time.Since(start))
+			for _, l := range ls {
+				if got := l.messages.Load(); got != want {
+					return fmt.Errorf("a subscriber heard %d messages, %d were published", got, want)
+				}
+			}
+			return nil
+		}, nil
+	}
+}
+
+// publishCalls returns the PUBLISH commands the server at addr ran, from
+// INFO commandstats.
+func publishCalls(addr string) (int64, error) {
+	c, err := dial(addr, 10*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.close()
+	v, err := c.do(10*time.Second, "INFO", "commandstats")
+	if err != nil {
+		return 0, err
+	}
+	info, _ := v.(string)
+	stats := infoField(info, "cmdstat_publish")
+	if stats == "unknown" {
+		return 0, nil // none yet
+	}
+	calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+	n, err := strconv.ParseInt(calls, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("INFO commandstats: cmdstat_publish:%s", stats)
+	}
+	return n, nil
+}
+
+// startReplicated starts a redis-server master and size-1 replicas of
+// it, all without persistence, as a cluster whose nodes[0] is the master,
+// and returns once every replica's link to the master is up.
+func startReplicated(size int) (*cluster, error) {
+	r, err := startNodes(size, "bench-replicated-", func(i int, root string, master *node) (*node, error) {
+		extra := noPersistence.redis
+		if master != nil {
+			host, port, _ := strings.Cut(master.addr, ":")
+			extra = append(slices.Clone(extra), "--replicaof", host, port)
+		}
+		dir := filepath.Join(root, strconv.Itoa(i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		return newRedisNode(dir, extra...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range r.nodes[1:] {
+		_, err := n.poll(startTimeout, func(c *client) bool {
+			v, err := c.do(5*time.Second, "INFO", "replication")
+			info, _ := v.(string)
+			return err == nil && infoField(info, "master_link_status") == "up"
+		})
+		if err != nil {
+			r.close()
+			return nil, fmt.Errorf("replica did not reach its master: %w", err)
+		}
+	}
+	return r, nil
+}
