@@ -153,7 +153,10 @@ func headerLen(n int) int {
 // without the members' replies. The commands a node relays reach each
 // member in the order of the calls, at most once: a member that cannot
 // be reached within relayTimeout, or that has maxRelayBytes of commands
-// waiting for it, misses them (Stats counts them).
+// waiting for it, misses them (Stats counts them). A call that timed out
+// is abandoned with its connection, and the next goes on another: a
+// member that was paused may run the abandoned call's commands, which it
+// had received, after the next call's.
 func (n *Node) Relay(args ...[]byte) {
 	if n.relays == nil {
 		return

@@ -58,7 +58,8 @@ func duration(t *testing.T) time.Duration {
 // TestFault runs clients against all three nodes of a cluster of real
 // processes while a nemesis kills, stops and partitions nodes, then checks
 // that the history is linearizable, that no acknowledged write was lost,
-// and that the replicas converge to the same state.
+// and that the replicas converge to the same state; beside them, pub/sub
+// messages published on every node must reach every node, never twice.
 func TestFault(t *testing.T) {
 	dur := duration(t)
 	seed := uint64(time.Now().UnixNano())
@@ -81,6 +82,8 @@ func TestFault(t *testing.T) {
 			wg.Go(func() { h.add(runClient(ctx, h, n, w, seed+uint64(w)+1, universe)) })
 		}
 	}
+	pubsub := newPubSubCheck(len(c.nodes))
+	wg.Go(func() { pubsub.run(ctx, c) })
 	nemErr := runNemesis(c, h, time.Now().Add(dur), rand.New(rand.NewPCG(seed, 0)))
 	stopClients()
 	wg.Wait()
@@ -104,6 +107,7 @@ func TestFault(t *testing.T) {
 	checkLinearizable(t, h, 60*time.Second+dur)
 	checkNoLostWrites(t, h, finals)
 	checkConverged(t, c)
+	pubsub.check(t)
 	for _, n := range c.nodes {
 		if n.exitedUnexpectedly() {
 			t.Errorf("%s exited on its own", n.id)

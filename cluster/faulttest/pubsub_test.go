@@ -1,0 +1,144 @@
+//go:build unix
+
+package faulttest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pubsubChannel is the channel the fault test's publishers use.
+const pubsubChannel = "chaos:pubsub"
+
+// publishInterval paces each node's publisher: pub/sub rides beside the
+// linearizability workload, not over it.
+const publishInterval = 5 * time.Millisecond
+
+// pubsubCheck publishes numbered messages on every node while one
+// subscriber on every node listens, through the faults: a message may be
+// lost (pub/sub is at most once, and a node that is down or cut off
+// misses what is published meanwhile) but never heard twice, and every
+// node hears messages published on every node.
+type pubsubCheck struct {
+	mu    sync.Mutex
+	heard [][]bitset // [listener][origin]: the sequence numbers heard
+	count [][]int    // [listener][origin]: how many
+	dups  []string
+	junk  []string // messages of no publisher
+}
+
+func newPubSubCheck(nodes int) *pubsubCheck {
+	p := &pubsubCheck{heard: make([][]bitset, nodes), count: make([][]int, nodes)}
+	for i := range nodes {
+		p.heard[i], p.count[i] = make([]bitset, nodes), make([]int, nodes)
+	}
+	return p
+}
+
+// run starts a publisher and a subscriber on every node of c until ctx
+// ends, and waits for them.
+func (p *pubsubCheck) run(ctx context.Context, c *cluster) {
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		wg.Go(func() { p.publish(ctx, n, i) })
+		wg.Go(func() { p.listen(ctx, n, i) })
+	}
+	wg.Wait()
+}
+
+// publish publishes "origin:seq" on n every publishInterval, seq counting
+// up whether or not the node answered.
+func (p *pubsubCheck) publish(ctx context.Context, n *node, origin int) {
+	rdb := newClient(n, 1)
+	defer rdb.Close()
+	t := time.NewTicker(publishInterval)
+	defer t.Stop()
+	for seq := 0; ; seq++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rdb.Publish(ctx, pubsubChannel, fmt.Sprintf("%d:%d", origin, seq))
+	}
+}
+
+// listen records what a subscriber on n hears until ctx ends. go-redis
+// subscribes again on a new connection after an error.
+func (p *pubsubCheck) listen(ctx context.Context, n *node, listener int) {
+	rdb := newClient(n, 1)
+	defer rdb.Close()
+	ps := rdb.Subscribe(ctx, pubsubChannel)
+	defer ps.Close()
+	for ctx.Err() == nil {
+		m, err := ps.ReceiveTimeout(ctx, time.Second)
+		if err != nil {
+			continue // a timeout, or the node down: go-redis reconnects
+		}
+		if msg, ok := m.(*redis.Message); ok {
+			p.record(listener, msg.Payload)
+		}
+	}
+}
+
+// record notes that listener heard payload.
+func (p *pubsubCheck) record(listener int, payload string) {
+	o, s, _ := strings.Cut(payload, ":")
+	origin, err1 := strconv.Atoi(o)
+	seq, err2 := strconv.Atoi(s)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err1 != nil || err2 != nil || origin < 0 || origin >= len(p.heard) || seq < 0 {
+		p.junk = append(p.junk, fmt.Sprintf("n%d heard %q", listener+1, payload))
+		return
+	}
+	if !p.heard[listener][origin].add(seq) {
+		p.dups = append(p.dups, fmt.Sprintf("n%d heard %q twice", listener+1, payload))
+	}
+	p.count[listener][origin]++
+}
+
+// check fails t if a message was heard twice or was no publisher's, or if
+// a node heard nothing published on some node.
+func (p *pubsubCheck) check(t *testing.T) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, d := range p.dups[:min(len(p.dups), 10)] {
+		t.Errorf("pub/sub: %s", d)
+	}
+	for _, j := range p.junk[:min(len(p.junk), 10)] {
+		t.Errorf("pub/sub: %s", j)
+	}
+	var counts []string
+	for l, row := range p.count {
+		for o, n := range row {
+			if n == 0 {
+				t.Errorf("pub/sub: n%d heard no message published on n%d", l+1, o+1)
+			}
+			counts = append(counts, fmt.Sprintf("n%d from n%d: %d", l+1, o+1, n))
+		}
+	}
+	t.Logf("pub/sub messages heard: %s", strings.Join(counts, ", "))
+}
+
+// bitset is a set of small non-negative integers.
+type bitset []uint64
+
+// add adds i and reports whether it was not in the set.
+func (b *bitset) add(i int) bool {
+	w := i / 64
+	for len(*b) <= w {
+		*b = append(*b, 0)
+	}
+	bit := uint64(1) << (i % 64)
+	had := (*b)[w]&bit != 0
+	(*b)[w] |= bit
+	return !had
+}
