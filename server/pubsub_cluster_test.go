@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	osexec "os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,6 +124,37 @@ func TestPublishReachesEveryNode(t *testing.T) {
 					s.Node().Config().NodeID, fields["publish_relayed"], fields["publish_relay_dropped"], want)
 			}
 			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// TestPublishThroughIoredisCluster publishes with ioredis's client for
+// Redis Cluster, which sends PUBLISH to a node of its choosing, while a
+// plain ioredis client listens on each node in turn: each hears every
+// message, in order.
+func TestPublishThroughIoredisCluster(t *testing.T) {
+	requireIoredis(t)
+	node := requireTool(t, "node")
+	srvs := startCluster(t, 3, enableCluster)
+	want := make([]string, 20)
+	for i := range want {
+		want[i] = strconv.Itoa(i)
+	}
+	for _, s := range srvs {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := osexec.CommandContext(ctx, node, "pubsub.js", srvs[0].Addr(), s.Addr(), strconv.Itoa(len(want)))
+		cmd.Dir = ioredisDir
+		out, err := cmd.Output()
+		cancel()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var heard []string
+		if err := json.Unmarshal(out, &heard); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if !slices.Equal(heard, want) {
+			t.Errorf("a subscriber on %s heard %q, want %q", s.Node().Config().NodeID, heard, want)
 		}
 	}
 }
