@@ -158,3 +158,42 @@ func TestPublishThroughIoredisCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestRaftRelayedDropsStaleBatches sends relayed batches to a node's raft
+// address as another member would: a batch with a sequence number at or
+// below that of a batch delivered before from the same run of a member is
+// dropped, a new run starts afresh, and clients of the client port, bad
+// sequence numbers and commands other than PUBLISH and SPUBLISH are
+// refused.
+func TestRaftRelayedDropsStaleBatches(t *testing.T) {
+	srv := startServer(t)
+	sub := dial(t, srv.Addr())
+	sub.expect("*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n", "SUBSCRIBE", "news")
+	sub.expect("*3\r\n$10\r\nssubscribe\r\n$4\r\nspot\r\n:1\r\n", "SSUBSCRIBE", "spot")
+	peer := dial(t, srv.Node().RaftAddr())
+	relay := func(want, incarnation, seq string, cmds ...string) {
+		t.Helper()
+		peer.expect(want, append([]string{"RAFT", "RELAYED", "n9", incarnation, seq}, cmds...)...)
+	}
+	relay("+OK\r\n", "a", "2", "3", "PUBLISH", "news", "second", "3", "spublish", "spot", "shard")
+	relay("+OK\r\n", "a", "1", "3", "PUBLISH", "news", "stale")
+	relay("+OK\r\n", "a", "2", "3", "PUBLISH", "news", "again")
+	relay("+OK\r\n", "b", "1", "3", "PUBLISH", "news", "restarted")
+	relay("-ERR syntax error\r\n", "b", "x", "3", "PUBLISH", "news", "bad sequence")
+	relay("-ERR syntax error\r\n", "b", "5", "2", "GET", "news")
+	relay("-ERR syntax error\r\n", "b", "6", "3", "PUBLISH", "news", "ok", "3", "SET", "k", "v")
+	relay("-ERR syntax error\r\n", "b", "7", "4", "PUBLISH", "news", "m")
+	dial(t, srv.Addr()).expect("-ERR RAFT RELAYED is sent by the other members of the cluster only\r\n",
+		"RAFT", "RELAYED", "n9", "b", "8", "3", "PUBLISH", "news", "from a client")
+	dial(t, srv.Addr()).expect(":1\r\n", "PUBLISH", "news", "end")
+	for _, want := range []string{
+		"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$6\r\nsecond\r\n",
+		"*3\r\n$8\r\nsmessage\r\n$4\r\nspot\r\n$5\r\nshard\r\n",
+		"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$9\r\nrestarted\r\n",
+		"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$3\r\nend\r\n",
+	} {
+		if got := sub.reply(); got != want {
+			t.Fatalf("the subscriber got %q, want %q", got, want)
+		}
+	}
+}
