@@ -126,6 +126,18 @@ func waitTaken(t *testing.T, r *relayer, addr string) {
 	}
 }
 
+// waitRelayed waits until r relayed n commands.
+func waitRelayed(t *testing.T, r *relayer, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.relayed.Load() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("relayed %d commands, want %d", r.relayed.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 	p := &heldPeers{hold: make(chan struct{})}
 	r := newRelayer("n1", p, 220)
@@ -142,13 +154,7 @@ func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 		t.Fatalf("dropped %d commands, want 10", got)
 	}
 	close(p.hold)
-	deadline := time.Now().Add(10 * time.Second)
-	for r.relayed.Load() != 11 {
-		if time.Now().After(deadline) {
-			t.Fatalf("relayed %d commands, want 11", r.relayed.Load())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitRelayed(t, r, 11)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var want []string
@@ -233,13 +239,7 @@ func TestRelaySplitsBursts(t *testing.T) {
 		r.relay([]string{"a"}, cmd(i))
 	}
 	close(p.hold)
-	deadline := time.Now().Add(10 * time.Second)
-	for r.relayed.Load() != 6 {
-		if time.Now().After(deadline) {
-			t.Fatalf("relayed %d commands, want 6", r.relayed.Load())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitRelayed(t, r, 6)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var got [][]string // each call's commands by their first argument
