@@ -147,11 +147,11 @@ func (g guardedPeers) Info(ctx context.Context, addr string) (map[string]string,
 	return g.inner.Info(ctx, addr)
 }
 
-func (g guardedPeers) Relay(ctx context.Context, addr string, b RelayBatch) error {
+func (g guardedPeers) Relay(ctx context.Context, addr string, cmds []byte, n int) error {
 	if err := g.check(addr); err != nil {
 		return err
 	}
-	return g.inner.Relay(ctx, addr, b)
+	return g.inner.Relay(ctx, addr, cmds, n)
 }
 
 // outcome is what a caller learnt of one write.

@@ -7,12 +7,12 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/presenced/presenced/proto"
 	"github.com/presenced/presenced/store"
 )
 
@@ -298,15 +298,18 @@ func (p testPeers) member(addr string) (*testNode, error) {
 	return nil, fmt.Errorf("%w: %s unreachable", errNotSent, addr)
 }
 
-// Relay records the commands of b as heard by the node at addr.
-func (p testPeers) Relay(_ context.Context, addr string, b RelayBatch) error {
+// Relay records the n commands of cmds as heard by the node at addr.
+func (p testPeers) Relay(_ context.Context, addr string, cmds []byte, n int) error {
 	tn, err := p.member(addr)
 	if err != nil {
 		return err
 	}
-	heard, err := parseRelayed(b)
+	heard, err := parseCommands(cmds)
 	if err != nil {
 		return err
+	}
+	if len(heard) != n {
+		return fmt.Errorf("%d commands relayed as %d", len(heard), n)
 	}
 	tn.relayMu.Lock()
 	defer tn.relayMu.Unlock()
@@ -314,28 +317,18 @@ func (p testPeers) Relay(_ context.Context, addr string, b RelayBatch) error {
 	return nil
 }
 
-// parseRelayed returns the commands of b, each its arguments joined by
-// spaces.
-func parseRelayed(b RelayBatch) ([]string, error) {
-	var bulks []string
-	for rest := b.Commands; len(rest) > 0; {
-		header, after, ok := bytes.Cut(rest, []byte("\r\n"))
-		n, err := strconv.Atoi(string(header[1:]))
-		if !ok || header[0] != '$' || err != nil || len(after) < n+2 {
-			return nil, fmt.Errorf("relayed bytes %q", rest)
-		}
-		bulks, rest = append(bulks, string(after[:n])), after[n+2:]
-	}
+// parseCommands parses RESP commands, each returned as its arguments
+// joined by spaces.
+func parseCommands(b []byte) ([]string, error) {
+	var p proto.Parser
 	var out []string
-	for len(bulks) > 0 {
-		argc, err := strconv.Atoi(bulks[0])
-		if err != nil || argc < 1 || argc >= len(bulks) {
-			return nil, fmt.Errorf("relayed command of %q arguments in %q", bulks[0], bulks)
+	for len(b) > 0 {
+		args, n, err := p.Parse(b, proto.Limits{MaxBulkLen: 1 << 20})
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("relayed bytes %q: %v", b, err)
 		}
-		out, bulks = append(out, strings.Join(bulks[1:1+argc], " ")), bulks[1+argc:]
-	}
-	if len(out) != b.N {
-		return nil, fmt.Errorf("%d commands relayed as %d", len(out), b.N)
+		out = append(out, string(bytes.Join(args, []byte(" "))))
+		b = b[n:]
 	}
 	return out, nil
 }

@@ -39,8 +39,10 @@ type Peers interface {
 	Members(ctx context.Context, addr string) ([]Member, error)
 	// Info returns the fields of the RAFT INFO of the node at addr.
 	Info(ctx context.Context, addr string) (map[string]string, error)
-	// Relay has the node at addr run a batch of relayed commands.
-	Relay(ctx context.Context, addr string, b RelayBatch) error
+	// Relay runs the n commands of cmds, encoded in RESP, in order on the
+	// node at addr as a peer's commands, and fails with the first error
+	// reply.
+	Relay(ctx context.Context, addr string, cmds []byte, n int) error
 }
 
 // peerTimeout bounds a call to a peer whose context has no deadline.
@@ -445,21 +447,16 @@ func (p *RESPPeers) Handover(ctx context.Context, addr, to string) error {
 	return err
 }
 
-// Relay implements Peers: the batch is one command, RAFT RELAYED
-// node-id incarnation seq followed by b.Commands.
-func (p *RESPPeers) Relay(ctx context.Context, addr string, b RelayBatch) error {
+// Relay implements Peers.
+func (p *RESPPeers) Relay(ctx context.Context, addr string, cmds []byte, n int) error {
 	return p.call(ctx, peerKey{addr: addr}, true, func(_ *peerConn, w *proto.Writer) int {
-		w.Array(5 + b.Bulks)
-		w.BulkString("RAFT")
-		w.BulkString("RELAYED")
-		w.BulkString(b.Origin.NodeID)
-		w.BulkString(b.Origin.Incarnation)
-		w.BulkString(strconv.FormatUint(b.Seq, 10))
-		w.Raw(b.Commands)
-		return 1
+		w.Raw(cmds)
+		return n
 	}, func(replies [][]byte) error {
-		if r := replies[0]; r[0] == '-' {
-			return remoteError(r)
+		for _, r := range replies {
+			if r[0] == '-' {
+				return remoteError(r)
+			}
 		}
 		return nil
 	})

@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"math/rand/v2"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,10 +26,6 @@ const maxRelayBytes = 32 << 20
 type relayer struct {
 	peers Peers
 	limit int // bytes of commands a queue may hold (maxRelayBytes)
-	// origin names the batches' sender: the node's ID and an incarnation
-	// drawn when the relayer is made, which a restarted node draws anew.
-	origin RelayOrigin
-	seq    atomic.Uint64 // the latest batch's sequence number
 
 	ctx    context.Context // cancelled by close, which cuts the calls short
 	cancel context.CancelFunc
@@ -45,11 +39,10 @@ type relayer struct {
 	dropped atomic.Uint64 // commands a member missed
 }
 
-// newRelayer returns a relayer of the node nodeID that calls on peers,
-// holding up to limit bytes of commands for each member.
-func newRelayer(nodeID string, peers Peers, limit int) *relayer {
-	r := &relayer{peers: peers, limit: limit, queues: make(map[string]*relayQueue),
-		origin: RelayOrigin{NodeID: nodeID, Incarnation: strconv.FormatUint(rand.Uint64(), 16)}}
+// newRelayer returns a relayer that calls on peers, holding up to limit
+// bytes of commands for each member.
+func newRelayer(peers Peers, limit int) *relayer {
+	r := &relayer{peers: peers, limit: limit, queues: make(map[string]*relayQueue)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
@@ -64,53 +57,11 @@ func (r *relayer) close() {
 	r.wg.Wait()
 }
 
-// maxBatchBytes bounds the commands one call relays, unless a single
-// command is larger: a member runs a batch once it has read it whole, so
-// the batches of a burst go one after the other rather than as one.
-const maxBatchBytes = 256 << 10
-
-// relayQueue holds the commands waiting for one member, in batches of up
-// to maxBatchBytes; the last batch takes the commands that come.
+// relayQueue holds the commands waiting for one member, encoded in RESP.
 type relayQueue struct {
-	batches []*RelayBatch
-	bytes   int         // of the commands of batches
-	spare   *RelayBatch // the batch of the call before, for the next to reuse
-}
-
-// open returns the batch that takes a command of size bytes.
-func (q *relayQueue) open(size int) *RelayBatch {
-	if k := len(q.batches); k > 0 {
-		if b := q.batches[k-1]; len(b.Commands)+size <= maxBatchBytes {
-			return b
-		}
-	}
-	b := q.spare
-	if b == nil {
-		b = new(RelayBatch)
-	}
-	q.spare = nil
-	q.batches = append(q.batches, b)
-	return b
-}
-
-// RelayOrigin names the node that relays a batch, in this run of it.
-type RelayOrigin struct {
-	NodeID, Incarnation string
-}
-
-// RelayBatch is the commands one call relays to a member. A member runs
-// a batch only if its Seq is above that of every batch it ran from the
-// same Origin: a batch that reaches it after a later one, as one that
-// was abandoned when its call timed out may, is dropped, so that the
-// commands a member runs are in the order they were relayed.
-type RelayBatch struct {
-	Origin RelayOrigin
-	Seq    uint64
-	// Commands holds each command as a bulk string of its number of
-	// arguments followed by a bulk string of each; Bulks is the number of
-	// bulk strings, N the number of commands.
-	Commands []byte
-	Bulks, N int
+	buf   []byte
+	n     int    // commands in buf
+	spare []byte // the buffer of the call before, for buf to reuse
 }
 
 // relay queues the command of arguments args for the members at addrs.
@@ -130,80 +81,70 @@ func (r *relayer) relay(addrs []string, args [][]byte) {
 			r.wg.Add(1)
 			go r.send(addr, q)
 		}
-		if q.bytes+size > r.limit {
+		if len(q.buf)+size > r.limit {
 			r.dropped.Add(1)
 			continue
 		}
-		b := q.open(size)
 		if cmd == nil {
-			w := proto.Writer{B: b.Commands}
-			w.BulkInt(int64(len(args)))
+			w := proto.Writer{B: q.buf}
+			w.Array(len(args))
 			for _, a := range args {
 				w.Bulk(a)
 			}
-			cmd = w.B[len(b.Commands):]
-			b.Commands = w.B
+			cmd = w.B[len(q.buf):]
+			q.buf = w.B
 		} else {
-			b.Commands = append(b.Commands, cmd...)
+			q.buf = append(q.buf, cmd...)
 		}
-		b.N++
-		b.Bulks += 1 + len(args)
-		q.bytes += size
+		q.n++
 	}
 }
 
-// send relays q's batches to the member at addr, one call each, until q
-// is empty, then forgets q; the next command for addr starts a new queue
-// and goroutine.
+// send relays q's commands to the member at addr until q is empty, then
+// forgets q; the next command for addr starts a new queue and goroutine.
 func (r *relayer) send(addr string, q *relayQueue) {
 	defer r.wg.Done()
 	for {
 		r.mu.Lock()
-		if len(q.batches) == 0 || r.closed {
+		cmds, n := q.buf, q.n
+		if n == 0 || r.closed {
 			delete(r.queues, addr)
 			r.mu.Unlock()
 			return
 		}
-		b := q.batches[0]
-		q.batches = q.batches[1:]
-		q.bytes -= len(b.Commands)
+		q.buf, q.n, q.spare = q.spare[:0], 0, nil
 		r.mu.Unlock()
-		b.Origin, b.Seq = r.origin, r.seq.Add(1)
 		ctx, cancel := context.WithTimeout(r.ctx, relayTimeout)
-		err := r.peers.Relay(ctx, addr, *b)
+		err := r.peers.Relay(ctx, addr, cmds, n)
 		cancel()
 		if err != nil {
-			r.dropped.Add(uint64(b.N))
+			r.dropped.Add(uint64(n))
 		} else {
-			r.relayed.Add(uint64(b.N))
+			r.relayed.Add(uint64(n))
 		}
-		*b = RelayBatch{Commands: b.Commands[:0]}
 		r.mu.Lock()
-		q.spare = b
+		q.spare = cmds
 		r.mu.Unlock()
 	}
 }
 
-// encodedLen is the length of the command of arguments args as
-// RelayBatch.Commands holds it.
+// encodedLen is the length of the command of arguments args in RESP.
 func encodedLen(args [][]byte) int {
-	n := bulkLen(digits(len(args)))
+	n := headerLen(len(args))
 	for _, a := range args {
-		n += bulkLen(len(a))
+		n += headerLen(len(a)) + len(a) + 2
 	}
 	return n
 }
 
-// bulkLen is the length of a bulk string of n bytes in RESP.
-func bulkLen(n int) int { return 1 + digits(n) + 2 + n + 2 }
-
-// digits is the number of decimal digits of n >= 0.
-func digits(n int) int {
-	d := 1
+// headerLen is the length of an array's or a bulk string's header: its
+// type, the decimal count n and CRLF.
+func headerLen(n int) int {
+	digits := 1
 	for ; n >= 10; n /= 10 {
-		d++
+		digits++
 	}
-	return d
+	return 1 + digits + 2
 }
 
 // Relay has every other member of the cluster run a command, given by
@@ -213,9 +154,9 @@ func digits(n int) int {
 // member in the order of the calls, at most once: a member that cannot
 // be reached within relayTimeout, or that has maxRelayBytes of commands
 // waiting for it, misses them (Stats counts them). A call that timed out
-// is abandoned with its connection, and the next goes on another; a
-// member that was paused, and had received the abandoned call, drops it
-// if it runs the next call first (see RelayBatch).
+// is abandoned with its connection, and the next goes on another: a
+// member that was paused may run the abandoned call's commands, which it
+// had received, after the next call's.
 func (n *Node) Relay(args ...[]byte) {
 	if n.relays == nil {
 		return

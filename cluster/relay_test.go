@@ -1,13 +1,11 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,61 +90,40 @@ type heldPeers struct {
 	hold  chan struct{}
 	mu    sync.Mutex
 	calls [][]string
-	seqs  []uint64
 }
 
-func (p *heldPeers) Relay(_ context.Context, _ string, b RelayBatch) error {
+func (p *heldPeers) Relay(_ context.Context, _ string, cmds []byte, _ int) error {
 	<-p.hold
-	call, err := parseRelayed(b)
+	call, err := parseCommands(cmds)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
 	p.calls = append(p.calls, call)
-	p.seqs = append(p.seqs, b.Seq)
 	p.mu.Unlock()
 	return nil
 }
-
-// waitTaken waits until the sender to addr took every batch queued.
-func waitTaken(t *testing.T, r *relayer, addr string) {
-	t.Helper()
+func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
+	p := &heldPeers{hold: make(chan struct{})}
+	r := newRelayer(p, 200)
+	defer r.close()
+	cmd := func(i int) [][]byte { return [][]byte{fmt.Appendf(nil, "c%08d", i)} } // 19 bytes in RESP
+	r.relay([]string{"a"}, cmd(0))
+	// The first call takes c0 and is held; the queue then fills up to
+	// the limit (10 commands of 19 bytes) and drops the rest.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r.mu.Lock()
-		taken := len(r.queues[addr].batches) == 0
+		taken := r.queues["a"].n == 0
 		r.mu.Unlock()
 		if taken {
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the sender did not take the first command")
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-// waitRelayed waits until r relayed n commands.
-func waitRelayed(t *testing.T, r *relayer, n uint64) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for r.relayed.Load() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("relayed %d commands, want %d", r.relayed.Load(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
-	p := &heldPeers{hold: make(chan struct{})}
-	r := newRelayer("n1", p, 220)
-	defer r.close()
-	cmd := func(i int) [][]byte { return [][]byte{fmt.Appendf(nil, "c%08d", i)} } // 22 bytes as a batch holds it
-	r.relay([]string{"a"}, cmd(0))
-	// The first call takes c0 and is held; the queue then fills up to
-	// the limit (10 commands of 22 bytes) and drops the rest.
-	waitTaken(t, r, "a")
 	for i := 1; i <= 20; i++ {
 		r.relay([]string{"a"}, cmd(i))
 	}
@@ -154,7 +131,12 @@ func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 		t.Fatalf("dropped %d commands, want 10", got)
 	}
 	close(p.hold)
-	waitRelayed(t, r, 11)
+	for r.relayed.Load() != 11 {
+		if time.Now().After(deadline) {
+			t.Fatalf("relayed %d commands, want 11", r.relayed.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var want []string
@@ -163,9 +145,6 @@ func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 	}
 	if len(p.calls) != 2 || !slices.Equal(slices.Concat(p.calls...), want) {
 		t.Fatalf("calls %q, want c0 alone, then the 10 queued meanwhile in one call", p.calls)
-	}
-	if p.seqs[0] == 0 || p.seqs[1] <= p.seqs[0] {
-		t.Fatalf("batch sequence numbers %v, want them to rise", p.seqs)
 	}
 }
 
@@ -187,7 +166,7 @@ func TestRelayCloseCutsACallShort(t *testing.T) {
 	}()
 	peers := NewRESPPeers(nil, nil)
 	defer peers.Close()
-	r := newRelayer("n1", peers, maxRelayBytes)
+	r := newRelayer(peers, maxRelayBytes)
 	r.relay([]string{ln.Addr().String()}, [][]byte{[]byte("PUBLISH"), []byte("ch"), []byte("m")})
 	nc := <-got
 	defer nc.Close()
@@ -222,37 +201,5 @@ func TestRelayReachesAMemberThatJoins(t *testing.T) {
 	from.node.Relay([]byte("after"))
 	if heard := waitHeard(t, joined, 1); !slices.Equal(heard, []string{"after"}) {
 		t.Fatalf("the member that joined heard %q, want the command relayed after it joined", heard)
-	}
-}
-
-// TestRelaySplitsBursts queues commands of 100 KB while a call is held:
-// the calls after it carry at most maxBatchBytes each, in order.
-func TestRelaySplitsBursts(t *testing.T) {
-	p := &heldPeers{hold: make(chan struct{})}
-	r := newRelayer("n1", p, maxRelayBytes)
-	defer r.close()
-	big := bytes.Repeat([]byte("x"), 100<<10)
-	cmd := func(i int) [][]byte { return [][]byte{fmt.Appendf(nil, "c%d", i), big} }
-	r.relay([]string{"a"}, cmd(0))
-	waitTaken(t, r, "a")
-	for i := 1; i <= 5; i++ {
-		r.relay([]string{"a"}, cmd(i))
-	}
-	close(p.hold)
-	waitRelayed(t, r, 6)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var got [][]string // each call's commands by their first argument
-	for _, call := range p.calls {
-		var names []string
-		for _, c := range call {
-			name, _, _ := strings.Cut(c, " ")
-			names = append(names, name)
-		}
-		got = append(got, names)
-	}
-	want := [][]string{{"c0"}, {"c1", "c2"}, {"c3", "c4"}, {"c5"}}
-	if fmt.Sprint(got) != fmt.Sprint(want) || !slices.IsSorted(p.seqs) {
-		t.Fatalf("calls %q with sequence numbers %v, want %q with rising ones", got, p.seqs, want)
 	}
 }

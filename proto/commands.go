@@ -908,7 +908,6 @@ var table = []*Spec{
 			{Name: "digest", Arity: 2, Flags: Loading | Stale, Summary: "Show the index of the latest entry this node applied and a checksum of its state after it"},
 			{Name: "snapshot", Arity: 2, Flags: Admin | NoScript, Summary: "Take a snapshot of this node's state now and compact its raft log"},
 			{Name: "readindex", Arity: 2, Flags: Loading | Stale | Fast, Summary: "Confirm leadership and return the index a linearizable read waits for"},
-			{Name: "relayed", Arity: -7, Flags: PubSub | Loading | Stale, Summary: "Deliver the PUBLISH and SPUBLISH messages another member relays (between members only)", Syntax: "node-id incarnation sequence argument-count argument [argument ...]"},
 		}},
 	{Name: "history", Arity: -2, Group: "server", Since: "0.3.0",
 		Summary:    "A container for history commands (presenced)",

@@ -97,9 +97,7 @@ func raftCommand(c *client, args [][]byte) {
 			"DIGEST", "    Show the index of the latest entry applied here and a checksum of the state",
 			"    after it, equal on nodes at the same index (reads a copy of the whole state).",
 			"SNAPSHOT", "    Take a snapshot of this node's state now and compact its raft log.",
-			"READINDEX", "    On the leader: confirm leadership, return the commit index.",
-			"RELAYED <node-id> <incarnation> <sequence> <argument-count> <argument> ...",
-			"    Deliver the PUBLISH and SPUBLISH messages another member relays (between members only).")
+			"READINDEX", "    On the leader: confirm leadership, return the commit index.")
 	case "add":
 		c.okOrError(node.AddVoter(ctx, string(args[2]), string(args[3])))
 	case "remove":
@@ -115,8 +113,6 @@ func raftCommand(c *client, args [][]byte) {
 		c.out.Int(int64(index))
 	case "info":
 		c.out.Verbatim([]byte(c.s.raftInfo()))
-	case "relayed":
-		c.deliverRelayed(args[2:])
 	case "digest":
 		applied, digest := node.Digest()
 		c.out.Verbatim(fmt.Appendf(nil, "applied_index:%d\r\ndigest:%016x\r\n", applied, digest))

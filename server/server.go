@@ -49,7 +49,6 @@ type Server struct {
 	// runID is the server's run_id: 40 hex digits drawn at its start.
 	runID    string
 	pubsub   hub
-	relayed  relayedBatches
 	monitors monitorHub
 	tracking tracking
 	sentinel sentinelState
