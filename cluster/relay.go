@@ -10,8 +10,11 @@ import (
 )
 
 // relayTimeout bounds one call that relays commands to a member: a
-// member that takes longer, or cannot be reached, misses them.
-const relayTimeout = 5 * time.Second
+// member that takes longer, or cannot be reached, misses them. It is long
+// enough for a member that was paused to answer a call once it goes on,
+// on the call's own connection, rather than receive later calls on
+// another one first.
+const relayTimeout = time.Minute
 
 // maxRelayBytes bounds the commands waiting to be relayed to one member
 // (the hard output limit of Redis's pub/sub clients): a command that would
@@ -155,8 +158,9 @@ func headerLen(n int) int {
 // be reached within relayTimeout, or that has maxRelayBytes of commands
 // waiting for it, misses them (Stats counts them). A call that timed out
 // is abandoned with its connection, and the next goes on another: a
-// member that was paused may run the abandoned call's commands, which it
-// had received, after the next call's.
+// member that was paused for longer than relayTimeout may run the
+// abandoned call's commands, which it had received, after the next
+// call's.
 func (n *Node) Relay(args ...[]byte) {
 	if n.relays == nil {
 		return

@@ -24,20 +24,24 @@ const publishInterval = 5 * time.Millisecond
 // pubsubCheck publishes numbered messages on every node while one
 // subscriber on every node listens, through the faults: a message may be
 // lost (pub/sub is at most once, and a node that is down or cut off
-// misses what is published meanwhile) but never heard twice, and every
-// node hears messages published on every node.
+// misses what is published meanwhile) but never heard twice or after a
+// later one of the same node, and every node hears messages published on
+// every node.
 type pubsubCheck struct {
 	mu    sync.Mutex
 	heard [][]bitset // [listener][origin]: the sequence numbers heard
+	last  [][]int    // [listener][origin]: the latest heard, -1 before any
 	count [][]int    // [listener][origin]: how many
-	dups  []string
-	junk  []string // messages of no publisher
+	wrong []string   // messages heard twice, out of order or of no publisher
 }
 
 func newPubSubCheck(nodes int) *pubsubCheck {
-	p := &pubsubCheck{heard: make([][]bitset, nodes), count: make([][]int, nodes)}
+	p := &pubsubCheck{heard: make([][]bitset, nodes), last: make([][]int, nodes), count: make([][]int, nodes)}
 	for i := range nodes {
-		p.heard[i], p.count[i] = make([]bitset, nodes), make([]int, nodes)
+		p.heard[i], p.last[i], p.count[i] = make([]bitset, nodes), make([]int, nodes), make([]int, nodes)
+		for o := range p.last[i] {
+			p.last[i][o] = -1
+		}
 	}
 	return p
 }
@@ -95,26 +99,27 @@ func (p *pubsubCheck) record(listener int, payload string) {
 	seq, err2 := strconv.Atoi(s)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err1 != nil || err2 != nil || origin < 0 || origin >= len(p.heard) || seq < 0 {
-		p.junk = append(p.junk, fmt.Sprintf("n%d heard %q", listener+1, payload))
+	switch {
+	case err1 != nil || err2 != nil || origin < 0 || origin >= len(p.heard) || seq < 0:
+		p.wrong = append(p.wrong, fmt.Sprintf("n%d heard %q, published by no one", listener+1, payload))
 		return
-	}
-	if !p.heard[listener][origin].add(seq) {
-		p.dups = append(p.dups, fmt.Sprintf("n%d heard %q twice", listener+1, payload))
+	case !p.heard[listener][origin].add(seq):
+		p.wrong = append(p.wrong, fmt.Sprintf("n%d heard %q twice", listener+1, payload))
+	case seq < p.last[listener][origin]:
+		p.wrong = append(p.wrong, fmt.Sprintf("n%d heard %q after %d:%d", listener+1, payload, origin, p.last[listener][origin]))
+	default:
+		p.last[listener][origin] = seq
 	}
 	p.count[listener][origin]++
 }
 
-// check fails t if a message was heard twice or was no publisher's, or if
-// a node heard nothing published on some node.
+// check fails t if a message was heard twice, out of order or was no
+// publisher's, or if a node heard nothing published on some node.
 func (p *pubsubCheck) check(t *testing.T) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, d := range p.dups[:min(len(p.dups), 10)] {
-		t.Errorf("pub/sub: %s", d)
-	}
-	for _, j := range p.junk[:min(len(p.junk), 10)] {
-		t.Errorf("pub/sub: %s", j)
+	for _, w := range p.wrong[:min(len(p.wrong), 10)] {
+		t.Errorf("pub/sub: %s", w)
 	}
 	var counts []string
 	for l, row := range p.count {
