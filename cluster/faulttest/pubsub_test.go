@@ -5,7 +5,6 @@ package faulttest
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,23 +23,26 @@ const publishInterval = 5 * time.Millisecond
 // pubsubCheck publishes numbered messages on every node while one
 // subscriber on every node listens, through the faults: a message may be
 // lost (pub/sub is at most once, and a node that is down or cut off
-// misses what is published meanwhile) but never heard twice or after a
-// later one of the same node, and every node hears messages published on
-// every node.
+// misses what is published meanwhile) but never heard twice, nor after a
+// later one that its publisher sent on the same connection, and every
+// node hears messages published on every node. A PUBLISH that failed (a
+// node stopped or killed, a timeout) starts a new run of its publisher:
+// its connection is replaced, and the node may still run the failed
+// command after later ones of the new connection, as Redis may.
 type pubsubCheck struct {
 	mu    sync.Mutex
-	heard [][]bitset // [listener][origin]: the sequence numbers heard
-	last  [][]int    // [listener][origin]: the latest heard, -1 before any
-	count [][]int    // [listener][origin]: how many
-	wrong []string   // messages heard twice, out of order or of no publisher
+	heard [][]bitset      // [listener][origin]: the sequence numbers heard
+	last  [][]map[int]int // [listener][origin][run]: the latest sequence number heard
+	count [][]int         // [listener][origin]: how many
+	wrong []string        // messages heard twice, out of order or of no publisher
 }
 
 func newPubSubCheck(nodes int) *pubsubCheck {
-	p := &pubsubCheck{heard: make([][]bitset, nodes), last: make([][]int, nodes), count: make([][]int, nodes)}
+	p := &pubsubCheck{heard: make([][]bitset, nodes), last: make([][]map[int]int, nodes), count: make([][]int, nodes)}
 	for i := range nodes {
-		p.heard[i], p.last[i], p.count[i] = make([]bitset, nodes), make([]int, nodes), make([]int, nodes)
+		p.heard[i], p.last[i], p.count[i] = make([]bitset, nodes), make([]map[int]int, nodes), make([]int, nodes)
 		for o := range p.last[i] {
-			p.last[i][o] = -1
+			p.last[i][o] = map[int]int{}
 		}
 	}
 	return p
@@ -57,20 +59,23 @@ func (p *pubsubCheck) run(ctx context.Context, c *cluster) {
 	wg.Wait()
 }
 
-// publish publishes "origin:seq" on n every publishInterval, seq counting
-// up whether or not the node answered.
+// publish publishes "origin:run:seq" on n every publishInterval, seq
+// counting up whether or not the node answered, and run after each
+// failure.
 func (p *pubsubCheck) publish(ctx context.Context, n *node, origin int) {
 	rdb := newClient(n, 1)
 	defer rdb.Close()
 	t := time.NewTicker(publishInterval)
 	defer t.Stop()
-	for seq := 0; ; seq++ {
+	for run, seq := 0, 0; ; seq++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		rdb.Publish(ctx, pubsubChannel, fmt.Sprintf("%d:%d", origin, seq))
+		if rdb.Publish(ctx, pubsubChannel, fmt.Sprintf("%d:%d:%d", origin, run, seq)).Err() != nil {
+			run++
+		}
 	}
 }
 
@@ -94,21 +99,22 @@ func (p *pubsubCheck) listen(ctx context.Context, n *node, listener int) {
 
 // record notes that listener heard payload.
 func (p *pubsubCheck) record(listener int, payload string) {
-	o, s, _ := strings.Cut(payload, ":")
-	origin, err1 := strconv.Atoi(o)
-	seq, err2 := strconv.Atoi(s)
+	var origin, run, seq int
+	_, err := fmt.Sscanf(payload, "%d:%d:%d", &origin, &run, &seq)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch {
-	case err1 != nil || err2 != nil || origin < 0 || origin >= len(p.heard) || seq < 0:
+	if err != nil || origin < 0 || origin >= len(p.heard) || seq < 0 {
 		p.wrong = append(p.wrong, fmt.Sprintf("n%d heard %q, published by no one", listener+1, payload))
 		return
+	}
+	last, heard := p.last[listener][origin][run]
+	switch {
 	case !p.heard[listener][origin].add(seq):
 		p.wrong = append(p.wrong, fmt.Sprintf("n%d heard %q twice", listener+1, payload))
-	case seq < p.last[listener][origin]:
-		p.wrong = append(p.wrong, fmt.Sprintf("n%d heard %q after %d:%d", listener+1, payload, origin, p.last[listener][origin]))
+	case heard && seq < last:
+		p.wrong = append(p.wrong, fmt.Sprintf("n%d heard %q after %d:%d:%d", listener+1, payload, origin, run, last))
 	default:
-		p.last[listener][origin] = seq
+		p.last[listener][origin][run] = seq
 	}
 	p.count[listener][origin]++
 }
