@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -71,19 +70,12 @@ func (s *suite) pubsub() error {
 }
 
 // drainStats keeps the longest time a run's last messages took to reach
-// every subscriber after the run.
-type drainStats struct{ longest atomic.Int64 }
+// every subscriber after the run (the runs' stops take turns).
+type drainStats struct{ longest time.Duration }
 
-func (d *drainStats) add(took time.Duration) {
-	for {
-		old := d.longest.Load()
-		if int64(took) <= old || d.longest.CompareAndSwap(old, int64(took)) {
-			return
-		}
-	}
-}
+func (d *drainStats) add(took time.Duration) { d.longest = max(d.longest, took) }
 
-func (d *drainStats) max() time.Duration { return time.Duration(d.longest.Load()) }
+func (d *drainStats) max() time.Duration { return d.longest }
 
 // subscribers returns a job to run beside a target's runs: a connection
 // to each of addrs subscribed to pubsubChannel, counting the messages it
@@ -98,44 +90,28 @@ func subscribers(addrs []string, drains *drainStats) func(t target) (func() erro
 		if err != nil {
 			return nil, err
 		}
-		type listener struct {
-			c        *client
-			messages atomic.Int64
-			done     chan struct{}
-		}
 		var ls []*listener
 		closeAll := func() {
 			for _, l := range ls {
-				l.c.close()
-				<-l.done
+				l.stop()
 			}
 		}
 		for _, addr := range addrs {
 			c, err := dial(addr, timeout)
+			var l *listener
 			if err == nil {
-				_, err = c.do(timeout, "SUBSCRIBE", pubsubChannel)
-			}
-			if err == nil {
-				err = c.conn.SetDeadline(time.Time{})
-			}
-			if err != nil {
-				if c != nil {
+				if _, err = c.do(timeout, "SUBSCRIBE", pubsubChannel); err == nil {
+					l, err = listen(c)
+				}
+				if err != nil {
 					c.close()
 				}
+			}
+			if err != nil {
 				closeAll()
 				return nil, err
 			}
-			l := &listener{c: c, done: make(chan struct{})}
 			ls = append(ls, l)
-			go func() {
-				defer close(l.done)
-				for {
-					if _, err := l.c.rd.read(); err != nil {
-						return // the connection closed at stop
-					}
-					l.messages.Add(1)
-				}
-			}()
 		}
 		return func() error {
 			defer closeAll()

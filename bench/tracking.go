@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,33 +31,54 @@ func trackingListener(prefix string) func(t target) (func() error, error) {
 		if err == nil {
 			_, err = tracker.do(timeout, "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", prefix, "REDIRECT", strconv.FormatInt(id, 10))
 		}
+		var l *listener
 		if err == nil {
-			err = sub.conn.SetDeadline(time.Time{})
+			l, err = listen(sub)
 		}
 		if err != nil {
 			sub.close()
 			tracker.close()
 			return nil, err
 		}
-		messages := 0
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				if _, err := sub.rd.read(); err != nil {
-					return // the connection closed at stop
-				}
-				messages++
-			}
-		}()
 		return func() error {
 			tracker.close()
-			sub.close()
-			<-done
-			if messages == 0 {
+			if l.stop() == 0 {
 				return errors.New("no invalidation reached the tracking client")
 			}
 			return nil
 		}, nil
 	}
+}
+
+// listener counts the pushes (messages, invalidations) a subscribed
+// connection reads, as a client library reads them, until it is stopped.
+type listener struct {
+	c        *client
+	messages atomic.Int64
+	done     chan struct{}
+}
+
+// listen starts counting what the subscribed connection c reads.
+func listen(c *client) (*listener, error) {
+	if err := c.conn.SetDeadline(time.Time{}); err != nil {
+		return nil, err
+	}
+	l := &listener{c: c, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for {
+			if _, err := l.c.rd.read(); err != nil {
+				return // the connection closed at stop
+			}
+			l.messages.Add(1)
+		}
+	}()
+	return l, nil
+}
+
+// stop closes the connection and returns how many pushes it read.
+func (l *listener) stop() int64 {
+	l.c.close()
+	<-l.done
+	return l.messages.Load()
 }
