@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/presenced/presenced/proto"
 )
 
@@ -28,24 +29,28 @@ const maxRelayBytes = 32 << 20
 // they come faster than the member answers.
 type relayer struct {
 	peers Peers
-	limit int // bytes of commands a queue may hold (maxRelayBytes)
+	limit int          // bytes of commands a queue may hold (maxRelayBytes)
+	log   hclog.Logger // told when calls to a member start and stop failing
 
 	ctx    context.Context // cancelled by close, which cuts the calls short
 	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	queues map[string]*relayQueue // by raft address; only while sending
-	closed bool
-	wg     sync.WaitGroup // the senders
+	// failing holds the members whose latest call failed, with the
+	// commands they missed since the first failure.
+	failing map[string]uint64
+	closed  bool
+	wg      sync.WaitGroup // the senders
 
 	relayed atomic.Uint64 // commands a member answered
 	dropped atomic.Uint64 // commands a member missed
 }
 
 // newRelayer returns a relayer that calls on peers, holding up to limit
-// bytes of commands for each member.
-func newRelayer(peers Peers, limit int) *relayer {
-	r := &relayer{peers: peers, limit: limit, queues: make(map[string]*relayQueue)}
+// bytes of commands for each member, and logs to log.
+func newRelayer(peers Peers, limit int, log hclog.Logger) *relayer {
+	r := &relayer{peers: peers, limit: limit, log: log, queues: make(map[string]*relayQueue), failing: make(map[string]uint64)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
@@ -120,14 +125,33 @@ func (r *relayer) send(addr string, q *relayQueue) {
 		ctx, cancel := context.WithTimeout(r.ctx, relayTimeout)
 		err := r.peers.Relay(ctx, addr, cmds, n)
 		cancel()
-		if err != nil {
-			r.dropped.Add(uint64(n))
-		} else {
-			r.relayed.Add(uint64(n))
-		}
 		r.mu.Lock()
 		q.spare = cmds
+		r.noteOutcome(addr, n, err)
 		r.mu.Unlock()
+	}
+}
+
+// noteOutcome counts the n commands of a call to the member at addr as
+// relayed or dropped, and logs when calls to it start failing and when
+// they work again, rather than each failure: a member that is down fails
+// every call. The caller holds r.mu.
+func (r *relayer) noteOutcome(addr string, n int, err error) {
+	if err != nil {
+		r.dropped.Add(uint64(n))
+	} else {
+		r.relayed.Add(uint64(n))
+	}
+	missed, failing := r.failing[addr]
+	switch {
+	case err != nil && !failing:
+		r.log.Warn("relaying to a member failed: it misses the commands until a call works", "member", addr, "commands", n, "error", err)
+		r.failing[addr] = uint64(n)
+	case err != nil:
+		r.failing[addr] = missed + uint64(n)
+	case failing:
+		r.log.Info("relaying to a member works again", "member", addr, "missed", missed)
+		delete(r.failing, addr)
 	}
 }
 

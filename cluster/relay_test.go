@@ -1,14 +1,20 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // waitHeard waits until tn heard want relayed commands and returns them.
@@ -84,6 +90,57 @@ func TestRelayMissesACutMember(t *testing.T) {
 	}
 }
 
+// switchPeers fails the calls to relay while fail is set.
+type switchPeers struct {
+	Peers
+	fail atomic.Bool
+}
+
+func (p *switchPeers) Relay(context.Context, string, []byte, int) error {
+	if p.fail.Load() {
+		return errors.New("member unreachable")
+	}
+	return nil
+}
+
+// TestRelayLogsWhenAMemberStartsAndStopsFailing checks that a member
+// whose calls fail is logged once as it starts failing and once as it
+// works again, with the commands it missed meanwhile.
+func TestRelayLogsWhenAMemberStartsAndStopsFailing(t *testing.T) {
+	p := &switchPeers{}
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	r := newRelayer(p, maxRelayBytes, hclog.New(&hclog.LoggerOptions{Output: &logged, Mutex: &logMu}))
+	defer r.close()
+	wait := func(relayed, dropped uint64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for r.relayed.Load() != relayed || r.dropped.Load() != dropped {
+			if time.Now().After(deadline) {
+				t.Fatalf("relayed %d and dropped %d, want %d and %d", r.relayed.Load(), r.dropped.Load(), relayed, dropped)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	r.relay([]string{"a"}, [][]byte{[]byte("c")})
+	wait(1, 0)
+	p.fail.Store(true)
+	for i := range 3 {
+		r.relay([]string{"a"}, [][]byte{[]byte("c")})
+		wait(1, uint64(i+1))
+	}
+	p.fail.Store(false)
+	r.relay([]string{"a"}, [][]byte{[]byte("c")})
+	wait(2, 3)
+	logMu.Lock()
+	defer logMu.Unlock()
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "relaying to a member failed") || !strings.Contains(lines[0], "error=\"member unreachable\"") ||
+		!strings.Contains(lines[1], "works again") || !strings.Contains(lines[1], "missed=3") {
+		t.Fatalf("logged %q, want the first failure, then the recovery with 3 commands missed", lines)
+	}
+}
+
 // heldPeers records relayed commands, each call held until hold is closed.
 type heldPeers struct {
 	Peers
@@ -105,7 +162,7 @@ func (p *heldPeers) Relay(_ context.Context, _ string, cmds []byte, _ int) error
 }
 func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 	p := &heldPeers{hold: make(chan struct{})}
-	r := newRelayer(p, 200)
+	r := newRelayer(p, 200, hclog.NewNullLogger())
 	defer r.close()
 	cmd := func(i int) [][]byte { return [][]byte{fmt.Appendf(nil, "c%08d", i)} } // 19 bytes in RESP
 	r.relay([]string{"a"}, cmd(0))
@@ -166,7 +223,7 @@ func TestRelayCloseCutsACallShort(t *testing.T) {
 	}()
 	peers := NewRESPPeers(nil, nil)
 	defer peers.Close()
-	r := newRelayer(peers, maxRelayBytes)
+	r := newRelayer(peers, maxRelayBytes, hclog.NewNullLogger())
 	r.relay([]string{ln.Addr().String()}, [][]byte{[]byte("PUBLISH"), []byte("ch"), []byte("m")})
 	nc := <-got
 	defer nc.Close()
