@@ -133,17 +133,24 @@ func poll(timeout time.Duration, cond func(context.Context) bool) error {
 }
 
 // close kills every node and stops the proxies; on failure it prints the
-// tail of each node's log.
+// tail of each node's log and keeps the logs beside the check's
+// artifacts.
 func (c *cluster) close() {
 	for _, n := range c.nodes {
 		n.kill()
 		n.admin.Close()
 		n.proxy.close()
 	}
-	if c.t.Failed() {
-		for _, n := range c.nodes {
-			c.t.Logf("last lines of %s's log (%s):\n%s", n.id, n.logPath, tail(n.logPath, 40))
+	if !c.t.Failed() {
+		return
+	}
+	dir := outDir(c.t)
+	for _, n := range c.nodes {
+		kept := filepath.Join(dir, n.id+".log")
+		if b, err := os.ReadFile(n.logPath); err != nil || os.WriteFile(kept, b, 0o644) != nil {
+			kept = "not kept"
 		}
+		c.t.Logf("last lines of %s's log (%s):\n%s", n.id, kept, tail(n.logPath, 40))
 	}
 }
 

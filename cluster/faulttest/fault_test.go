@@ -73,6 +73,7 @@ func TestFault(t *testing.T) {
 	c := startCluster(t, t.TempDir())
 	universe := hllUniverse(t, c.nodes[0].admin)
 	h := newHistory()
+	t.Logf("the history's times (in seconds) count from %s, the nodes' logs' clock", h.begin.UTC().Format(time.RFC3339Nano))
 
 	ctx, stopClients := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -82,7 +83,7 @@ func TestFault(t *testing.T) {
 			wg.Go(func() { h.add(runClient(ctx, h, n, w, seed+uint64(w)+1, universe)) })
 		}
 	}
-	pubsub := newPubSubCheck(len(c.nodes))
+	pubsub := newPubSubCheck(len(c.nodes), h)
 	wg.Go(func() { pubsub.run(ctx, c) })
 	nemErr := runNemesis(c, h, time.Now().Add(dur), rand.New(rand.NewPCG(seed, 0)))
 	stopClients()
@@ -523,7 +524,7 @@ func checkLinearizable(t *testing.T, h *history, timeout time.Duration) {
 
 // outDir returns the directory for the artifacts of a failed check:
 // PRESENCED_CHAOS_OUT, or a new directory that outlives the test.
-func outDir(t *testing.T) string {
+func outDir(t testing.TB) string {
 	if d := os.Getenv("PRESENCED_CHAOS_OUT"); d != "" {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)

@@ -3,7 +3,9 @@
 package faulttest
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -147,5 +149,34 @@ func TestModel(t *testing.T) {
 		if got := porcupine.CheckOperations(model, c.ops); got != c.ok {
 			t.Errorf("%s: linearizable = %v, want %v", c.name, got, c.ok)
 		}
+	}
+}
+
+// TestPubSubCheck checks that the pub/sub check finds a message heard
+// twice and one heard after a later one of its publisher's run, and says
+// when each was published and heard, beside the faults around them.
+func TestPubSubCheck(t *testing.T) {
+	h := &history{begin: time.Now().Add(-5 * time.Second)} // messages are heard 5s in
+	p := newPubSubCheck(2, h)
+	p.acked[1] = []int64{1e9, 2e9, 3e9}
+	h.addEvent(event{kind: "stop", node: "n1", start: 1.5e9, end: 2.5e9})
+	h.addEvent(event{kind: "kill", node: "n2", start: 60e9, end: 61e9})
+	for _, m := range []string{"1:0:0", "1:0:2", "1:1:3", "1:0:1", "1:0:2"} {
+		p.record(0, m)
+	}
+	if len(p.wrong) != 2 {
+		t.Fatalf("found %d wrong messages, want 2: %v", len(p.wrong), p.wrong)
+	}
+	late := p.describe(p.wrong[0])
+	for _, want := range []string{`n1 heard "1:0:1" out of order`, "published on n2 (answered at 2.000s)", "after seq 2 (answered at 3.000s", "faults around: stop n1 1.500s-2.500s"} {
+		if !strings.Contains(late, want) {
+			t.Errorf("%q does not say %q", late, want)
+		}
+	}
+	if strings.Contains(late, "kill") {
+		t.Errorf("%q names a fault long after the messages", late)
+	}
+	if twice := p.describe(p.wrong[1]); !strings.Contains(twice, `"1:0:2" twice`) {
+		t.Errorf("%q does not say the message was heard twice", twice)
 	}
 }

@@ -30,19 +30,40 @@ const publishInterval = 5 * time.Millisecond
 // its connection is replaced, and the node may still run the failed
 // command after later ones of the new connection, as Redis may.
 type pubsubCheck struct {
+	h *history // the clock, and the faults to report beside a wrong message
+
 	mu    sync.Mutex
-	heard [][]bitset      // [listener][origin]: the sequence numbers heard
-	last  [][]map[int]int // [listener][origin][run]: the latest sequence number heard
-	count [][]int         // [listener][origin]: how many
-	wrong []string        // messages heard twice, out of order or of no publisher
+	heard [][]bitset        // [listener][origin]: the sequence numbers heard
+	last  [][]map[int]heard // [listener][origin][run]: the latest message heard
+	count [][]int           // [listener][origin]: how many
+	acked [][]int64         // [origin][seq]: when its PUBLISH was answered; 0 if it failed
+	wrong []wrongMessage    // messages heard twice, out of order or of no publisher
 }
 
-func newPubSubCheck(nodes int) *pubsubCheck {
-	p := &pubsubCheck{heard: make([][]bitset, nodes), last: make([][]map[int]int, nodes), count: make([][]int, nodes)}
+// heard is a message a listener heard, and when.
+type heard struct {
+	seq int
+	at  int64
+}
+
+// wrongMessage is a message heard that should not have been: twice,
+// out of order (after the message before), or of no publisher.
+type wrongMessage struct {
+	what     string
+	listener int
+	payload  string
+	origin   int
+	seq      int
+	at       int64
+	before   heard // for a message out of order: the later one heard first
+}
+
+func newPubSubCheck(nodes int, h *history) *pubsubCheck {
+	p := &pubsubCheck{h: h, heard: make([][]bitset, nodes), last: make([][]map[int]heard, nodes), count: make([][]int, nodes), acked: make([][]int64, nodes)}
 	for i := range nodes {
-		p.heard[i], p.last[i], p.count[i] = make([]bitset, nodes), make([]map[int]int, nodes), make([]int, nodes)
+		p.heard[i], p.last[i], p.count[i] = make([]bitset, nodes), make([]map[int]heard, nodes), make([]int, nodes)
 		for o := range p.last[i] {
-			p.last[i][o] = map[int]int{}
+			p.last[i][o] = map[int]heard{}
 		}
 	}
 	return p
@@ -73,9 +94,15 @@ func (p *pubsubCheck) publish(ctx context.Context, n *node, origin int) {
 			return
 		case <-t.C:
 		}
-		if rdb.Publish(ctx, pubsubChannel, fmt.Sprintf("%d:%d:%d", origin, run, seq)).Err() != nil {
+		err := rdb.Publish(ctx, pubsubChannel, fmt.Sprintf("%d:%d:%d", origin, run, seq)).Err()
+		at := p.h.now()
+		if err != nil {
 			run++
+			at = 0
 		}
+		p.mu.Lock()
+		p.acked[origin] = append(p.acked[origin], at)
+		p.mu.Unlock()
 	}
 }
 
@@ -101,22 +128,57 @@ func (p *pubsubCheck) listen(ctx context.Context, n *node, listener int) {
 func (p *pubsubCheck) record(listener int, payload string) {
 	var origin, run, seq int
 	_, err := fmt.Sscanf(payload, "%d:%d:%d", &origin, &run, &seq)
+	at := p.h.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	w := wrongMessage{listener: listener, payload: payload, origin: origin, seq: seq, at: at}
 	if err != nil || origin < 0 || origin >= len(p.heard) || seq < 0 {
-		p.wrong = append(p.wrong, fmt.Sprintf("n%d heard %q, published by no one", listener+1, payload))
+		w.what = "published by no one"
+		p.wrong = append(p.wrong, w)
 		return
 	}
-	last, heard := p.last[listener][origin][run]
+	last, seen := p.last[listener][origin][run]
 	switch {
 	case !p.heard[listener][origin].add(seq):
-		p.wrong = append(p.wrong, fmt.Sprintf("n%d heard %q twice", listener+1, payload))
-	case heard && seq < last:
-		p.wrong = append(p.wrong, fmt.Sprintf("n%d heard %q after %d:%d:%d", listener+1, payload, origin, run, last))
+		w.what = "twice"
+		p.wrong = append(p.wrong, w)
+	case seen && seq < last.seq:
+		w.what, w.before = "out of order", last
+		p.wrong = append(p.wrong, w)
 	default:
-		p.last[listener][origin][run] = seq
+		p.last[listener][origin][run] = heard{seq, at}
 	}
 	p.count[listener][origin]++
+}
+
+// describe tells what was wrong with w, when its messages were published
+// and heard (seconds into the history), and the faults around them.
+func (p *pubsubCheck) describe(w wrongMessage) string {
+	sec := func(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }
+	published := func(seq int) int64 {
+		if seq < len(p.acked[w.origin]) {
+			return p.acked[w.origin][seq]
+		}
+		return 0
+	}
+	s := fmt.Sprintf("n%d heard %q %s at %s", w.listener+1, w.payload, w.what, sec(w.at))
+	if w.what == "published by no one" {
+		return s
+	}
+	from := published(w.seq)
+	s += fmt.Sprintf(", published on n%d (answered at %s)", w.origin+1, sec(from))
+	if w.what == "out of order" {
+		s += fmt.Sprintf(", after seq %d (answered at %s, heard at %s)", w.before.seq, sec(published(w.before.seq)), sec(w.before.at))
+	}
+	var faults []string
+	p.h.mu.Lock()
+	defer p.h.mu.Unlock()
+	for _, e := range p.h.events {
+		if e.end >= from-10e9 && e.start <= w.at {
+			faults = append(faults, fmt.Sprintf("%s %s %s-%s", e.kind, e.node, sec(e.start), sec(e.end)))
+		}
+	}
+	return s + "; faults around: " + strings.Join(faults, ", ")
 }
 
 // check fails t if a message was heard twice, out of order or was no
@@ -125,7 +187,7 @@ func (p *pubsubCheck) check(t *testing.T) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, w := range p.wrong[:min(len(p.wrong), 10)] {
-		t.Errorf("pub/sub: %s", w)
+		t.Errorf("pub/sub: %s", p.describe(w))
 	}
 	var counts []string
 	for l, row := range p.count {
