@@ -85,6 +85,8 @@ func TestFault(t *testing.T) {
 	}
 	pubsub := newPubSubCheck(len(c.nodes), h)
 	wg.Go(func() { pubsub.run(ctx, c) })
+	digests := newReplicaDigests(len(c.nodes), h)
+	wg.Go(func() { digests.run(ctx, c) })
 	nemErr := runNemesis(c, h, time.Now().Add(dur), rand.New(rand.NewPCG(seed, 0)))
 	stopClients()
 	wg.Wait()
@@ -107,7 +109,7 @@ func TestFault(t *testing.T) {
 	}
 	checkLinearizable(t, h, 60*time.Second+dur)
 	checkNoLostWrites(t, h, finals)
-	checkConverged(t, c)
+	checkConverged(t, c, digests)
 	pubsub.check(t)
 	for _, n := range c.nodes {
 		if n.exitedUnexpectedly() {
@@ -611,48 +613,4 @@ func checkNoLostWrites(t *testing.T, h *history, finals map[string]output) {
 	}
 	t.Logf("lost-write check: %d counters (%d acknowledged INCRs), %d grow bitmaps (%d acknowledged bits), "+
 		"%d HyperLogLogs (%d acknowledged elements)", len(acked), incrs, len(setBits), bitsSet, len(added), elems)
-}
-
-// checkConverged waits until the three nodes report the same applied
-// index in RAFT DIGEST and checks that their digests then agree. Ticks
-// advance the log all the time, so it keeps every reply and compares the
-// first index all three were seen at.
-func checkConverged(t *testing.T, c *cluster) {
-	seen := make([]map[string]string, len(c.nodes)) // per node: applied index -> digest
-	for i := range seen {
-		seen[i] = map[string]string{}
-	}
-	var index string
-	err := poll(60*time.Second, func(ctx context.Context) bool {
-		var wg sync.WaitGroup
-		infos := make([]map[string]string, len(c.nodes))
-		for i, n := range c.nodes {
-			wg.Go(func() { infos[i], _ = n.raftFields(ctx, "DIGEST") })
-		}
-		wg.Wait()
-		for i, info := range infos {
-			if info != nil {
-				seen[i][info["applied_index"]] = info["digest"]
-			}
-		}
-		for idx := range seen[0] {
-			if _, ok1 := seen[1][idx]; ok1 {
-				if _, ok2 := seen[2][idx]; ok2 {
-					index = idx
-					return true
-				}
-			}
-		}
-		return false
-	})
-	if err != nil {
-		t.Errorf("the nodes never reported the same applied index: %v", err)
-		return
-	}
-	d := []string{seen[0][index], seen[1][index], seen[2][index]}
-	if d[0] != d[1] || d[1] != d[2] {
-		t.Errorf("digests differ at applied index %s: n1 %s, n2 %s, n3 %s", index, d[0], d[1], d[2])
-		return
-	}
-	t.Logf("replicas converged: applied index %s, digest %s on all three", index, d[0])
 }
