@@ -48,6 +48,10 @@ type Snapshot interface {
 	// Digest returns a checksum of the state: replicas that applied the
 	// same entries have equal digests.
 	Digest() uint64
+	// Parts returns what Digest covers, taken apart where it can be: a
+	// checksum of the data alone, and the number of Applies the state
+	// went through.
+	Parts() (data, applies uint64)
 }
 
 // fsm adapts a StateMachine to raft.FSM. The response of Apply, returned
@@ -226,13 +230,24 @@ func (f *fsm) signalBehind() {
 }
 
 // digest returns the index of the latest entry applied and the state's
-// digest after it. It holds up the Applies only while it captures the
-// state: the digest reads the capture.
-func (f *fsm) digest() (uint64, uint64) {
+// digests after it. It holds up the Applies only while it captures the
+// state: the digests read the capture.
+func (f *fsm) digest() StateDigest {
 	f.mu.Lock()
 	applied, state := f.applied.get(), f.sm.Snapshot()
 	f.mu.Unlock()
-	return applied, state.Digest()
+	d := StateDigest{Applied: applied, Digest: state.Digest()}
+	d.Data, d.Applies = state.Parts()
+	return d
+}
+
+// StateDigest describes a node's state after the latest entry it
+// applied (see Node.Digest).
+type StateDigest struct {
+	Applied uint64 // the index of the latest entry applied
+	Digest  uint64 // the state's checksum, which replicas at Applied agree on
+	Data    uint64 // the checksum of the data alone, without WATCH's versions
+	Applies uint64 // the Applies the state went through, which number the versions
 }
 
 // getReplies returns an empty Replies, reusing one released by putReplies.
@@ -437,3 +452,9 @@ type replicaSnapshot struct{ *store.Snapshot }
 
 // Digest implements Snapshot.
 func (s replicaSnapshot) Digest() uint64 { return s.Snapshot.ReplicaDigest() }
+
+// Parts implements Snapshot: the data's digest (DEBUG DIGEST's) and the
+// Applies that number the keys' versions.
+func (s replicaSnapshot) Parts() (data, applies uint64) {
+	return s.Snapshot.Digest(), s.Snapshot.Applies()
+}

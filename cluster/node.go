@@ -1153,7 +1153,15 @@ func alreadyMember(id, addr string) error {
 // the store's digest after it, taken together. It reads the whole state
 // (a copy of it, so writes go on meanwhile): Applied is the cheap way to
 // the index alone.
-func (n *Node) Digest() (applied, digest uint64) { return n.fsm.digest() }
+func (n *Node) Digest() (applied, digest uint64) {
+	d := n.fsm.digest()
+	return d.Applied, d.Digest
+}
+
+// StateDigest is Digest with the digest's parts, which tell apart, on
+// replicas that disagree, a difference in the data from one in WATCH's
+// versions.
+func (n *Node) StateDigest() StateDigest { return n.fsm.digest() }
 
 // Applied returns the index of the latest entry applied to the store.
 func (n *Node) Applied() uint64 { return n.fsm.applied.get() }

@@ -739,21 +739,38 @@ func TestFailover(t *testing.T) {
 }
 
 // TestRaftDigest checks RAFT DIGEST's fields, and that RAFT INFO, which
-// monitoring polls, leaves the digest out.
+// monitoring polls, leaves the digest out: the data's digest, apart from
+// WATCH's versions, changes with the data, and the Applies count each
+// entry.
 func TestRaftDigest(t *testing.T) {
 	srvs := startCluster(t, 1)
 	c := dial(t, srvs[0].Addr())
 	c.do("SET", "k", "v")
 	_, info := infoFields(t, c.do("RAFT", "INFO"))
-	_, fields := infoFields(t, c.do("RAFT", "DIGEST"))
-	before, err1 := strconv.ParseUint(info["applied_index"], 10, 64)
-	applied, err2 := strconv.ParseUint(fields["applied_index"], 10, 64)
-	_, err3 := strconv.ParseUint(fields["digest"], 16, 64)
-	if err1 != nil || err2 != nil || err3 != nil || applied < before || len(fields["digest"]) != 16 || len(fields) != 2 {
+	digest := func() (applied, applies uint64, fields map[string]string) {
+		t.Helper()
+		_, fields = infoFields(t, c.do("RAFT", "DIGEST"))
+		applied, err1 := strconv.ParseUint(fields["applied_index"], 10, 64)
+		applies, err2 := strconv.ParseUint(fields["applies"], 10, 64)
+		_, err3 := strconv.ParseUint(fields["digest"], 16, 64)
+		_, err4 := strconv.ParseUint(fields["data_digest"], 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || len(fields["digest"]) != 16 || len(fields["data_digest"]) != 16 ||
+			fields["digest"] == fields["data_digest"] || len(fields) != 4 {
+			t.Fatalf("RAFT DIGEST %v", fields)
+		}
+		return applied, applies, fields
+	}
+	applied, applies, fields := digest()
+	if before, err := strconv.ParseUint(info["applied_index"], 10, 64); err != nil || applied < before {
 		t.Fatalf("RAFT DIGEST %v after RAFT INFO's applied_index %q", fields, info["applied_index"])
 	}
 	if _, ok := info["digest"]; ok {
 		t.Fatalf("RAFT INFO has a digest: %v", info)
+	}
+	c.do("SET", "k", "w")
+	_, later, changed := digest()
+	if later <= applies || changed["data_digest"] == fields["data_digest"] {
+		t.Fatalf("RAFT DIGEST %v, then %v after a SET", fields, changed)
 	}
 }
 

@@ -114,8 +114,9 @@ func raftCommand(c *client, args [][]byte) {
 	case "info":
 		c.out.Verbatim([]byte(c.s.raftInfo()))
 	case "digest":
-		applied, digest := node.Digest()
-		c.out.Verbatim(fmt.Appendf(nil, "applied_index:%d\r\ndigest:%016x\r\n", applied, digest))
+		d := node.StateDigest()
+		c.out.Verbatim(fmt.Appendf(nil, "applied_index:%d\r\ndigest:%016x\r\ndata_digest:%016x\r\napplies:%d\r\n",
+			d.Applied, d.Digest, d.Data, d.Applies))
 	}
 }
 

@@ -107,3 +107,8 @@ func (d *digester) bits(bm *roaring.Bitmap) {
 func (sn *Snapshot) ReplicaDigest() uint64 {
 	return xxhash.Sum64(binary.LittleEndian.AppendUint64(appendVersions(nil, &sn.vers), sn.Digest()))
 }
+
+// Applies returns the number of Applies the captured store went through,
+// which number the keys' versions: replicas that applied the same
+// entries count the same.
+func (sn *Snapshot) Applies() uint64 { return sn.vers.last }

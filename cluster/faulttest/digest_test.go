@@ -30,11 +30,12 @@ type replicaDigests struct {
 	seen []map[uint64]digestSample // per node: applied index -> what it reported first
 }
 
-// digestSample is a node's digest at an applied index, and when the node
-// reported it.
+// digestSample is a node's digest at an applied index, with its parts
+// (the data's digest, and the Applies that number WATCH's versions), and
+// when the node reported it.
 type digestSample struct {
-	digest string
-	at     int64
+	digest, data, applies string
+	at                    int64
 }
 
 func newReplicaDigests(nodes int, h *history) *replicaDigests {
@@ -82,7 +83,7 @@ func (d *replicaDigests) ask(ctx context.Context, n *node, i int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.seen[i][index]; !ok {
-		d.seen[i][index] = digestSample{info["digest"], d.h.now()}
+		d.seen[i][index] = digestSample{info["digest"], info["data_digest"], info["applies"], d.h.now()}
 	}
 }
 
@@ -129,7 +130,7 @@ func (d *replicaDigests) disagreements() (wrong []string, compared int) {
 		digests := map[string]bool{}
 		for i, seen := range d.seen {
 			if s, ok := seen[index]; ok {
-				reports = append(reports, fmt.Sprintf("n%d %s at %.3fs", i+1, s.digest, float64(s.at)/1e9))
+				reports = append(reports, fmt.Sprintf("n%d %s (data %s, applies %s) at %.3fs", i+1, s.digest, s.data, s.applies, float64(s.at)/1e9))
 				digests[s.digest] = true
 			}
 		}
@@ -164,6 +165,9 @@ func checkConverged(t *testing.T, c *cluster, d *replicaDigests) {
 	wrong, compared := d.disagreements()
 	for _, w := range wrong[:min(len(wrong), 10)] {
 		t.Errorf("replicas diverged: digests differ at %s", w)
+	}
+	if len(wrong) > 10 {
+		t.Errorf("replicas diverged at %d of the %d indexes compared, the last %s", len(wrong), compared, wrong[len(wrong)-1])
 	}
 	if index, ok := d.common(); ok && len(wrong) == 0 {
 		t.Logf("replicas converged: the same digest at each of %d applied indexes two or three nodes reported, the last at %d on all three",
