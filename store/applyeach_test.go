@@ -11,8 +11,9 @@ import (
 )
 
 // TestApplyEachIsApply checks that applying batches with ApplyEach leaves
-// the same state and replies as applying their concatenation with Apply,
-// TTLs that end within the batches included.
+// the same state, WATCH's versions included, and replies as applying
+// their concatenation with Apply, TTLs that end within the batches and
+// transactions after WATCH included.
 func TestApplyEachIsApply(t *testing.T) {
 	rnd := rand.New(rand.NewSource(2))
 	each, whole := New(), New()
@@ -25,7 +26,7 @@ func TestApplyEachIsApply(t *testing.T) {
 			for range rnd.Intn(4) {
 				k := keys[rnd.Intn(len(keys))]
 				var c Command
-				switch rnd.Intn(5) {
+				switch rnd.Intn(6) {
 				case 0:
 					c = bmCommand("SETBIT", k, strconv.Itoa(rnd.Intn(40)), "1")
 				case 1:
@@ -34,6 +35,14 @@ func TestApplyEachIsApply(t *testing.T) {
 					c = bmCommand("PEXPIREAT", k, strconv.FormatInt(now-int64(rnd.Intn(3)), 10))
 				case 3:
 					c = bmCommand("INCR", "n")
+				case 4:
+					// A transaction after WATCH: the check of the
+					// key's version as it is now, then a SET.
+					db := rnd.Intn(2)
+					set := bmCommand("SET", k, strconv.Itoa(i))
+					set.DB = db
+					b = append(b, WatchCheck(1, []Watched{each.Watch(db, []byte(k))}), set)
+					continue
 				default:
 					c = bmCommand("BITCOUNT", k)
 				}
@@ -67,7 +76,7 @@ func checkApplyEach(t *testing.T, step int, each, whole *Store, now int64, batch
 	if got != string(want.B) {
 		t.Fatalf("step %d: ApplyEach replies %q, Apply %q", step, got, want.B)
 	}
-	if each.Digest() != whole.Digest() {
+	if each.Snapshot().ReplicaDigest() != whole.Snapshot().ReplicaDigest() {
 		t.Fatalf("step %d: states differ", step)
 	}
 }
