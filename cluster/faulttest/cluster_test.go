@@ -69,6 +69,8 @@ func startCluster(t testing.TB, dir string) *cluster {
 			"--dir", filepath.Join(dir, id), "--node-id", id,
 			"--raft-addr", n.raftAddr, "--raft-advertise", proxyAddr,
 			"--appendonly", "yes", "--appendfsync", "always",
+			// Elections and leadership changes, to read a failure by.
+			"--raft-log-level", "info",
 		}
 		if i > 0 {
 			n.args = append(n.args, "--join", c.nodes[0].clientAddr)

@@ -465,6 +465,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--appendonly", "maybe"}, []string{"--appendonly must be yes or no", `"maybe"`}},
 		{[]string{"--appendfsync", "sometimes"}, []string{"ppendFsync must be", `"always"`, `"everysec"`, `"no"`, `"sometimes"`}},
 		{[]string{"--port", "70000"}, []string{"port 70000"}},
+		{[]string{"--raft-log-level", "loud"}, []string{"LogLevel must be trace, debug, info, warn or error", `"loud"`}},
 		{[]string{"--unixsocketperm", "800"}, []string{`unixsocketperm "800" is not octal`}},
 		{[]string{"--tls-cluster", "yes"}, []string{"--tls-cluster yes needs --tls-port"}},
 		{[]string{"--tls-cluster", "maybe"}, []string{"--tls-cluster must be yes or no", `"maybe"`}},
