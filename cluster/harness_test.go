@@ -317,8 +317,9 @@ func (p testPeers) Relay(_ context.Context, addr string, cmds []byte, n int) err
 	return nil
 }
 
-// parseCommands parses RESP commands, each returned as its arguments
-// joined by spaces.
+// parseCommands parses relayed commands, RAFT RELAY with the relaying
+// node's ID, incarnation and sequence number, each returned as the
+// arguments of the command relayed joined by spaces.
 func parseCommands(b []byte) ([]string, error) {
 	var p proto.Parser
 	var out []string
@@ -327,7 +328,10 @@ func parseCommands(b []byte) ([]string, error) {
 		if err != nil || n == 0 {
 			return nil, fmt.Errorf("relayed bytes %q: %v", b, err)
 		}
-		out = append(out, string(bytes.Join(args, []byte(" "))))
+		if len(args) < 6 || string(args[0]) != "RAFT" || string(args[1]) != "RELAY" {
+			return nil, fmt.Errorf("relayed %q, not in RAFT RELAY", args)
+		}
+		out = append(out, string(bytes.Join(args[5:], []byte(" "))))
 		b = b[n:]
 	}
 	return out, nil

@@ -128,7 +128,7 @@ func (n *Node) start(network *Network) error {
 		trans, n.peers = network.Raft, network.Peers
 	}
 	if n.peers != nil {
-		n.relays = newRelayer(n.peers, maxRelayBytes, n.log)
+		n.relays = newRelayer(n.peers, n.cfg.NodeID, maxRelayBytes, n.log)
 	}
 	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +15,7 @@ import (
 // member that takes longer, or cannot be reached, misses them. It is long
 // enough for a member that was paused to answer a call once it goes on,
 // on the call's own connection, rather than receive later calls on
-// another one first.
+// another one first and drop the call's commands then (see Relay).
 const relayTimeout = time.Minute
 
 // maxRelayBytes bounds the commands waiting to be relayed to one member
@@ -31,11 +32,16 @@ type relayer struct {
 	peers Peers
 	limit int          // bytes of commands a queue may hold (maxRelayBytes)
 	log   hclog.Logger // told when calls to a member start and stop failing
+	// prefix starts every command relayed: RAFT RELAY, this node's ID
+	// and its incarnation (see Relay), before the command's sequence
+	// number.
+	prefix [][]byte
 
 	ctx    context.Context // cancelled by close, which cuts the calls short
 	cancel context.CancelFunc
 
 	mu     sync.Mutex
+	seq    uint64                 // the sequence number of the latest command relayed
 	queues map[string]*relayQueue // by raft address; only while sending
 	// failing holds the members whose latest call failed, with the
 	// commands they missed since the first failure.
@@ -47,10 +53,13 @@ type relayer struct {
 	dropped atomic.Uint64 // commands a member missed
 }
 
-// newRelayer returns a relayer that calls on peers, holding up to limit
-// bytes of commands for each member, and logs to log.
-func newRelayer(peers Peers, limit int, log hclog.Logger) *relayer {
+// newRelayer returns a relayer that calls on peers for the node id,
+// holding up to limit bytes of commands for each member, and logs to log.
+// Its incarnation is the time it starts, which a restart of the node
+// moves on.
+func newRelayer(peers Peers, id string, limit int, log hclog.Logger) *relayer {
 	r := &relayer{peers: peers, limit: limit, log: log, queues: make(map[string]*relayQueue), failing: make(map[string]uint64)}
+	r.prefix = [][]byte{[]byte("RAFT"), []byte("RELAY"), []byte(id), strconv.AppendInt(nil, time.Now().UnixNano(), 10)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
@@ -72,14 +81,18 @@ type relayQueue struct {
 	spare []byte // the buffer of the call before, for buf to reuse
 }
 
-// relay queues the command of arguments args for the members at addrs.
+// relay queues the command of arguments args for the members at addrs,
+// as RAFT RELAY with this node's ID, incarnation and the command's
+// sequence number.
 func (r *relayer) relay(addrs []string, args [][]byte) {
-	size := encodedLen(args)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return
 	}
+	r.seq++
+	args = append(append(r.prefix[:len(r.prefix):len(r.prefix)], strconv.AppendUint(nil, r.seq, 10)), args...)
+	size := encodedLen(args)
 	var cmd []byte // encoded in the first queue that takes it
 	for _, addr := range addrs {
 		q := r.queues[addr]
@@ -177,14 +190,15 @@ func headerLen(n int) int {
 // Relay has every other member of the cluster run a command, given by
 // its arguments, as a command of a peer: the server relays PUBLISH this
 // way, so that subscribers on every node hear it. It returns at once,
-// without the members' replies. The commands a node relays reach each
-// member in the order of the calls, at most once: a member that cannot
-// be reached within relayTimeout, or that has maxRelayBytes of commands
-// waiting for it, misses them (Stats counts them). A call that timed out
-// is abandoned with its connection, and the next goes on another: a
-// member that was paused for longer than relayTimeout may run the
-// abandoned call's commands, which it had received, after the next
-// call's.
+// without the members' replies. The commands reach each member in the
+// order of the calls, at most once: a member that cannot be reached
+// within relayTimeout, or that has maxRelayBytes of commands waiting for
+// it, misses them (Stats counts them). Each goes as RAFT RELAY with this
+// node's ID, its incarnation (when it started) and a sequence number, so
+// that a member drops one that arrives after a later one: the commands
+// of a call given up on (its connection cut, or the member held up past
+// relayTimeout), which the member may still have, and run after those
+// sent next on another connection.
 func (n *Node) Relay(args ...[]byte) {
 	if n.relays == nil {
 		return

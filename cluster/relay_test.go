@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/presenced/presenced/proto"
 )
 
 // waitHeard waits until tn heard want relayed commands and returns them.
@@ -110,7 +111,7 @@ func TestRelayLogsWhenAMemberStartsAndStopsFailing(t *testing.T) {
 	p := &switchPeers{}
 	var logged bytes.Buffer
 	var logMu sync.Mutex
-	r := newRelayer(p, maxRelayBytes, hclog.New(&hclog.LoggerOptions{Output: &logged, Mutex: &logMu}))
+	r := newRelayer(p, "n1", maxRelayBytes, hclog.New(&hclog.LoggerOptions{Output: &logged, Mutex: &logMu}))
 	defer r.close()
 	wait := func(relayed, dropped uint64) {
 		t.Helper()
@@ -162,12 +163,18 @@ func (p *heldPeers) Relay(_ context.Context, _ string, cmds []byte, _ int) error
 }
 func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 	p := &heldPeers{hold: make(chan struct{})}
-	r := newRelayer(p, 200, hclog.NewNullLogger())
+	release := sync.OnceFunc(func() { close(p.hold) })
+	r := newRelayer(p, "n1", 0, hclog.NewNullLogger())
 	defer r.close()
-	cmd := func(i int) [][]byte { return [][]byte{fmt.Appendf(nil, "c%08d", i)} } // 19 bytes in RESP
+	defer release() // before close, which waits for the held call
+	cmd := func(i int) [][]byte { return [][]byte{fmt.Appendf(nil, "c%08d", i)} }
+	// Room for 10 commands: c1 to c8, relayed with one-digit sequence
+	// numbers (2 to 9), and c9 and c10, with two.
+	short := encodedLen(append(slices.Clone(r.prefix), []byte("2"), cmd(1)[0]))
+	r.limit = 10*short + 2
 	r.relay([]string{"a"}, cmd(0))
 	// The first call takes c0 and is held; the queue then fills up to
-	// the limit (10 commands of 19 bytes) and drops the rest.
+	// the limit (10 commands) and drops the rest.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r.mu.Lock()
@@ -187,7 +194,7 @@ func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 	if got := r.dropped.Load(); got != 10 {
 		t.Fatalf("dropped %d commands, want 10", got)
 	}
-	close(p.hold)
+	release()
 	for r.relayed.Load() != 11 {
 		if time.Now().After(deadline) {
 			t.Fatalf("relayed %d commands, want 11", r.relayed.Load())
@@ -223,7 +230,7 @@ func TestRelayCloseCutsACallShort(t *testing.T) {
 	}()
 	peers := NewRESPPeers(nil, nil)
 	defer peers.Close()
-	r := newRelayer(peers, maxRelayBytes, hclog.NewNullLogger())
+	r := newRelayer(peers, "n1", maxRelayBytes, hclog.NewNullLogger())
 	r.relay([]string{ln.Addr().String()}, [][]byte{[]byte("PUBLISH"), []byte("ch"), []byte("m")})
 	nc := <-got
 	defer nc.Close()
@@ -258,5 +265,63 @@ func TestRelayReachesAMemberThatJoins(t *testing.T) {
 	from.node.Relay([]byte("after"))
 	if heard := waitHeard(t, joined, 1); !slices.Equal(heard, []string{"after"}) {
 		t.Fatalf("the member that joined heard %q, want the command relayed after it joined", heard)
+	}
+}
+
+// recordingPeers keeps the commands relayed to it.
+type recordingPeers struct {
+	Peers
+	mu    sync.Mutex
+	calls [][]byte
+}
+
+func (p *recordingPeers) Relay(_ context.Context, _ string, cmds []byte, _ int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, slices.Clone(cmds))
+	return nil
+}
+
+// TestRelayNumbersCommands checks that each command goes out as RAFT
+// RELAY with the node's ID, its incarnation and the next sequence
+// number, so that a member can drop one that arrives after a later one.
+func TestRelayNumbersCommands(t *testing.T) {
+	p := &recordingPeers{}
+	r := newRelayer(p, "n7", maxRelayBytes, hclog.NewNullLogger())
+	for i := range 3 {
+		r.relay([]string{"a"}, [][]byte{[]byte("PUBLISH"), []byte("ch"), fmt.Appendf(nil, "m%d", i)})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for r.relayed.Load() != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("relayed %d commands, want 3", r.relayed.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.close()
+	var got []string
+	var parser proto.Parser
+	for rest := slices.Concat(p.calls...); len(rest) > 0; {
+		args, n, err := parser.Parse(rest, proto.Limits{MaxBulkLen: 1 << 20})
+		if err != nil || n == 0 {
+			t.Fatalf("relayed %q: %v", rest, err)
+		}
+		got = append(got, string(bytes.Join(args, []byte(" "))))
+		rest = rest[n:]
+	}
+	inc := string(r.prefix[3])
+	want := []string{
+		"RAFT RELAY n7 " + inc + " 1 PUBLISH ch m0",
+		"RAFT RELAY n7 " + inc + " 2 PUBLISH ch m1",
+		"RAFT RELAY n7 " + inc + " 3 PUBLISH ch m2",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("relayed %q, want %q", got, want)
+	}
+	later := newRelayer(p, "n7", maxRelayBytes, hclog.NewNullLogger())
+	first, err1 := strconv.ParseInt(inc, 10, 64)
+	second, err2 := strconv.ParseInt(string(later.prefix[3]), 10, 64)
+	if err1 != nil || err2 != nil || second <= first {
+		t.Fatalf("incarnations %q, then %q: a later one must be greater", inc, later.prefix[3])
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -424,6 +425,67 @@ func (c *client) relayPublish(args [][]byte) {
 	if !c.peer {
 		c.s.node.Relay(args...)
 	}
+}
+
+// relayCommand answers RAFT RELAY node-id incarnation sequence
+// PUBLISH|SPUBLISH channel message, a message another member relays
+// (cluster.Node.Relay): it delivers the message to this node's
+// subscribers, as the PUBLISH or SPUBLISH would, unless it delivered a
+// later one of that member already, and answers how many it reached.
+// A member relays its messages in order, but one it gave up on with its
+// connection (cut while the member had the message already, or held up
+// past the relay's timeout) may arrive here after later ones, sent on
+// another connection: it is dropped then, so that every member hears
+// each node's messages at most once and in order.
+func relayCommand(c *client, args [][]byte) {
+	incarnation, okInc := proto.ParseInt(args[3])
+	seq, errSeq := strconv.ParseUint(string(args[4]), 10, 64)
+	shard := strings.EqualFold(string(args[5]), "spublish")
+	if !okInc || errSeq != nil || !shard && !strings.EqualFold(string(args[5]), "publish") {
+		c.out.Error(proto.ErrSyntax)
+		return
+	}
+	r := &c.s.relayed
+	r.mu.Lock()
+	defer r.mu.Unlock() // held while delivering: another connection's next message waits
+	if !r.admit(string(args[2]), incarnation, seq) {
+		c.out.Int(0)
+		return
+	}
+	if shard {
+		c.out.Int(int64(c.s.pubsub.publishShard(string(args[6]), args[7])))
+	} else {
+		c.out.Int(int64(c.s.pubsub.publish(string(args[6]), args[7])))
+	}
+}
+
+// relayOrder is the latest message delivered of each member that relays
+// to this node, by the member's ID.
+type relayOrder struct {
+	mu     sync.Mutex
+	latest map[string]relayMark
+}
+
+// relayMark places a relayed message: the incarnation of the member that
+// relayed it, then its sequence number there.
+type relayMark struct {
+	incarnation int64
+	seq         uint64
+}
+
+// admit reports whether a message the member id relayed, its incarnation
+// and sequence number given, comes after the latest one delivered, and
+// then makes it the latest. The caller holds r.mu.
+func (r *relayOrder) admit(id string, incarnation int64, seq uint64) bool {
+	last, ok := r.latest[id]
+	if ok && (incarnation < last.incarnation || incarnation == last.incarnation && seq <= last.seq) {
+		return false
+	}
+	if r.latest == nil {
+		r.latest = make(map[string]relayMark)
+	}
+	r.latest[id] = relayMark{incarnation, seq}
+	return true
 }
 
 func pubsubCommand(c *client, args [][]byte) {

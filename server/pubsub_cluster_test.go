@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/presenced/presenced/server/redisserver"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -157,4 +158,41 @@ func TestPublishThroughIoredisCluster(t *testing.T) {
 			t.Errorf("a subscriber on %s heard %q, want %q", s.Node().Config().NodeID, heard, want)
 		}
 	}
+}
+
+// TestRaftRelayKeepsOrder checks that RAFT RELAY delivers another
+// member's relayed messages at most once and in order: a message that
+// comes after a later one of the same member and incarnation, or of a
+// later incarnation, is dropped, and answers 0, as do syntax errors.
+func TestRaftRelayKeepsOrder(t *testing.T) {
+	srv := startServer(t)
+	sub, relay := dial(t, srv.Addr()), dial(t, srv.Addr())
+	sub.send(redisserver.AppendCommand(nil, "SUBSCRIBE", "ch"))
+	sub.replies(1)
+	sub.send(redisserver.AppendCommand(nil, "SSUBSCRIBE", "sh"))
+	sub.replies(1)
+	for _, tc := range []struct {
+		args  []string
+		reply string
+	}{
+		{[]string{"n2", "100", "5", "PUBLISH", "ch", "m5"}, ":1\r\n"},
+		{[]string{"n2", "100", "4", "PUBLISH", "ch", "m4"}, ":0\r\n"},  // after a later one
+		{[]string{"n2", "100", "5", "PUBLISH", "ch", "m5"}, ":0\r\n"},  // twice
+		{[]string{"n3", "7", "1", "PUBLISH", "ch", "n3m1"}, ":1\r\n"},  // another member counts apart
+		{[]string{"n2", "100", "6", "SPUBLISH", "sh", "m6"}, ":1\r\n"}, // shard channels share the order
+		{[]string{"n2", "99", "9", "PUBLISH", "ch", "old"}, ":0\r\n"},  // an earlier incarnation
+		{[]string{"n2", "101", "1", "publish", "ch", "r1"}, ":1\r\n"},  // the member restarted
+		{[]string{"n2", "x", "2", "PUBLISH", "ch", "m"}, "-ERR syntax error\r\n"},
+		{[]string{"n2", "101", "-1", "PUBLISH", "ch", "m"}, "-ERR syntax error\r\n"},
+		{[]string{"n2", "101", "3", "SET", "ch", "m"}, "-ERR syntax error\r\n"},
+	} {
+		if got := relay.do(append([]string{"RAFT", "RELAY"}, tc.args...)...); got != tc.reply {
+			t.Fatalf("RAFT RELAY %q: %q, want %q", tc.args, got, tc.reply)
+		}
+	}
+	want := frame("message", "ch", "m5") + frame("message", "ch", "n3m1") + frame("smessage", "sh", "m6") + frame("message", "ch", "r1")
+	if got := sub.replies(4); got != want {
+		t.Fatalf("the subscriber heard %q, want %q", got, want)
+	}
+	sub.expect("*2\r\n$4\r\npong\r\n$0\r\n\r\n", "PING") // and nothing more before it
 }

@@ -97,7 +97,9 @@ func raftCommand(c *client, args [][]byte) {
 			"DIGEST", "    Show the index of the latest entry applied here and a checksum of the state",
 			"    after it, equal on nodes at the same index (reads a copy of the whole state).",
 			"SNAPSHOT", "    Take a snapshot of this node's state now and compact its raft log.",
-			"READINDEX", "    On the leader: confirm leadership, return the commit index.")
+			"READINDEX", "    On the leader: confirm leadership, return the commit index.",
+			"RELAY <node-id> <incarnation> <sequence> PUBLISH|SPUBLISH <channel> <message>",
+			"    Deliver a message another member relays, unless a later one of it was delivered.")
 	case "add":
 		c.okOrError(node.AddVoter(ctx, string(args[2]), string(args[3])))
 	case "remove":
@@ -111,6 +113,8 @@ func raftCommand(c *client, args [][]byte) {
 			return
 		}
 		c.out.Int(int64(index))
+	case "relay":
+		relayCommand(c, args)
 	case "info":
 		c.out.Verbatim([]byte(c.s.raftInfo()))
 	case "digest":

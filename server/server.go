@@ -49,6 +49,7 @@ type Server struct {
 	// runID is the server's run_id: 40 hex digits drawn at its start.
 	runID    string
 	pubsub   hub
+	relayed  relayOrder // the latest message delivered of each member that relays to this node
 	monitors monitorHub
 	tracking tracking
 	sentinel sentinelState
