@@ -298,7 +298,8 @@ func (p testPeers) member(addr string) (*testNode, error) {
 	return nil, fmt.Errorf("%w: %s unreachable", errNotSent, addr)
 }
 
-// Relay records the n commands of cmds as heard by the node at addr.
+// Relay records the commands of a relay call, the n commands of cmds but
+// the RAFT RELAY that opens them, as heard by the node at addr.
 func (p testPeers) Relay(_ context.Context, addr string, cmds []byte, n int) error {
 	tn, err := p.member(addr)
 	if err != nil {
@@ -308,8 +309,8 @@ func (p testPeers) Relay(_ context.Context, addr string, cmds []byte, n int) err
 	if err != nil {
 		return err
 	}
-	if len(heard) != n {
-		return fmt.Errorf("%d commands relayed as %d", len(heard), n)
+	if len(heard)+1 != n {
+		return fmt.Errorf("%d commands and RAFT RELAY relayed as %d", len(heard), n)
 	}
 	tn.relayMu.Lock()
 	defer tn.relayMu.Unlock()
@@ -317,22 +318,26 @@ func (p testPeers) Relay(_ context.Context, addr string, cmds []byte, n int) err
 	return nil
 }
 
-// parseCommands parses relayed commands, RAFT RELAY with the relaying
-// node's ID, incarnation and sequence number, each returned as the
-// arguments of the command relayed joined by spaces.
+// parseCommands parses the commands of a relay call, which opens with
+// RAFT RELAY and the relaying node's ID, incarnation and the call's
+// sequence number: each command after it is returned as its arguments
+// joined by spaces.
 func parseCommands(b []byte) ([]string, error) {
 	var p proto.Parser
 	var out []string
-	for len(b) > 0 {
+	for first := true; len(b) > 0; first = false {
 		args, n, err := p.Parse(b, proto.Limits{MaxBulkLen: 1 << 20})
 		if err != nil || n == 0 {
 			return nil, fmt.Errorf("relayed bytes %q: %v", b, err)
 		}
-		if len(args) < 6 || string(args[0]) != "RAFT" || string(args[1]) != "RELAY" {
-			return nil, fmt.Errorf("relayed %q, not in RAFT RELAY", args)
-		}
-		out = append(out, string(bytes.Join(args[5:], []byte(" "))))
 		b = b[n:]
+		relay := len(args) == 5 && string(args[0]) == "RAFT" && string(args[1]) == "RELAY"
+		if first != relay {
+			return nil, fmt.Errorf("relayed %q: a call must open with RAFT RELAY, and only it", args)
+		}
+		if !relay {
+			out = append(out, string(bytes.Join(args, []byte(" "))))
+		}
 	}
 	return out, nil
 }

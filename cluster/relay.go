@@ -32,16 +32,16 @@ type relayer struct {
 	peers Peers
 	limit int          // bytes of commands a queue may hold (maxRelayBytes)
 	log   hclog.Logger // told when calls to a member start and stop failing
-	// prefix starts every command relayed: RAFT RELAY, this node's ID
-	// and its incarnation (see Relay), before the command's sequence
-	// number.
+	// prefix starts the command that opens every call, RAFT RELAY: this
+	// node's ID and its incarnation (see Relay), before the call's
+	// sequence number.
 	prefix [][]byte
 
 	ctx    context.Context // cancelled by close, which cuts the calls short
 	cancel context.CancelFunc
 
 	mu     sync.Mutex
-	seq    uint64                 // the sequence number of the latest command relayed
+	seq    uint64                 // the sequence number of the latest call
 	queues map[string]*relayQueue // by raft address; only while sending
 	// failing holds the members whose latest call failed, with the
 	// commands they missed since the first failure.
@@ -79,20 +79,17 @@ type relayQueue struct {
 	buf   []byte
 	n     int    // commands in buf
 	spare []byte // the buffer of the call before, for buf to reuse
+	call  []byte // the buffer of a call: RAFT RELAY, then the commands
 }
 
-// relay queues the command of arguments args for the members at addrs,
-// as RAFT RELAY with this node's ID, incarnation and the command's
-// sequence number.
+// relay queues the command of arguments args for the members at addrs.
 func (r *relayer) relay(addrs []string, args [][]byte) {
+	size := encodedLen(args)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return
 	}
-	r.seq++
-	args = append(append(r.prefix[:len(r.prefix):len(r.prefix)], strconv.AppendUint(nil, r.seq, 10)), args...)
-	size := encodedLen(args)
 	var cmd []byte // encoded in the first queue that takes it
 	for _, addr := range addrs {
 		q := r.queues[addr]
@@ -134,12 +131,23 @@ func (r *relayer) send(addr string, q *relayQueue) {
 			return
 		}
 		q.buf, q.n, q.spare = q.spare[:0], 0, nil
+		r.seq++
+		w := proto.Writer{B: q.call[:0]}
+		w.Array(len(r.prefix) + 1)
+		for _, a := range r.prefix {
+			w.Bulk(a)
+		}
+		w.Bulk(strconv.AppendUint(nil, r.seq, 10))
+		call := append(w.B, cmds...)
 		r.mu.Unlock()
 		ctx, cancel := context.WithTimeout(r.ctx, relayTimeout)
-		err := r.peers.Relay(ctx, addr, cmds, n)
+		err := r.peers.Relay(ctx, addr, call, n+1)
 		cancel()
+		if cap(call) > maxKeptPeerBuf {
+			call = nil
+		}
 		r.mu.Lock()
-		q.spare = cmds
+		q.spare, q.call = cmds, call
 		r.noteOutcome(addr, n, err)
 		r.mu.Unlock()
 	}
@@ -193,12 +201,13 @@ func headerLen(n int) int {
 // without the members' replies. The commands reach each member in the
 // order of the calls, at most once: a member that cannot be reached
 // within relayTimeout, or that has maxRelayBytes of commands waiting for
-// it, misses them (Stats counts them). Each goes as RAFT RELAY with this
-// node's ID, its incarnation (when it started) and a sequence number, so
-// that a member drops one that arrives after a later one: the commands
-// of a call given up on (its connection cut, or the member held up past
-// relayTimeout), which the member may still have, and run after those
-// sent next on another connection.
+// it, misses them (Stats counts them). Each call to a member opens with
+// RAFT RELAY, this node's ID, its incarnation (when it started) and the
+// call's sequence number; a member runs a call's commands only while no
+// later call of this node has opened: the commands of a call given up on
+// (its connection cut while the member had them already, or the member
+// held up past relayTimeout) would otherwise run after those of the
+// next call, on another connection.
 func (n *Node) Relay(args ...[]byte) {
 	if n.relays == nil {
 		return

@@ -164,17 +164,13 @@ func (p *heldPeers) Relay(_ context.Context, _ string, cmds []byte, _ int) error
 func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 	p := &heldPeers{hold: make(chan struct{})}
 	release := sync.OnceFunc(func() { close(p.hold) })
-	r := newRelayer(p, "n1", 0, hclog.NewNullLogger())
+	r := newRelayer(p, "n1", 200, hclog.NewNullLogger())
 	defer r.close()
-	defer release() // before close, which waits for the held call
-	cmd := func(i int) [][]byte { return [][]byte{fmt.Appendf(nil, "c%08d", i)} }
-	// Room for 10 commands: c1 to c8, relayed with one-digit sequence
-	// numbers (2 to 9), and c9 and c10, with two.
-	short := encodedLen(append(slices.Clone(r.prefix), []byte("2"), cmd(1)[0]))
-	r.limit = 10*short + 2
+	defer release()                                                               // before close, which waits for the held call
+	cmd := func(i int) [][]byte { return [][]byte{fmt.Appendf(nil, "c%08d", i)} } // 19 bytes in RESP
 	r.relay([]string{"a"}, cmd(0))
 	// The first call takes c0 and is held; the queue then fills up to
-	// the limit (10 commands) and drops the rest.
+	// the limit (10 commands of 19 bytes) and drops the rest.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r.mu.Lock()
@@ -282,10 +278,10 @@ func (p *recordingPeers) Relay(_ context.Context, _ string, cmds []byte, _ int) 
 	return nil
 }
 
-// TestRelayNumbersCommands checks that each command goes out as RAFT
-// RELAY with the node's ID, its incarnation and the next sequence
-// number, so that a member can drop one that arrives after a later one.
-func TestRelayNumbersCommands(t *testing.T) {
+// TestRelayNumbersCalls checks that each call opens with RAFT RELAY,
+// the node's ID, its incarnation and the next sequence number, so that a
+// member can drop the commands of a call once a later one opened.
+func TestRelayNumbersCalls(t *testing.T) {
 	p := &recordingPeers{}
 	r := newRelayer(p, "n7", maxRelayBytes, hclog.NewNullLogger())
 	for i := range 3 {
@@ -299,24 +295,23 @@ func TestRelayNumbersCommands(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	r.close()
-	var got []string
-	var parser proto.Parser
-	for rest := slices.Concat(p.calls...); len(rest) > 0; {
-		args, n, err := parser.Parse(rest, proto.Limits{MaxBulkLen: 1 << 20})
-		if err != nil || n == 0 {
-			t.Fatalf("relayed %q: %v", rest, err)
-		}
-		got = append(got, string(bytes.Join(args, []byte(" "))))
-		rest = rest[n:]
-	}
 	inc := string(r.prefix[3])
-	want := []string{
-		"RAFT RELAY n7 " + inc + " 1 PUBLISH ch m0",
-		"RAFT RELAY n7 " + inc + " 2 PUBLISH ch m1",
-		"RAFT RELAY n7 " + inc + " 3 PUBLISH ch m2",
+	var cmds []string
+	var parser proto.Parser
+	for i, call := range p.calls {
+		args, n, err := parser.Parse(call, proto.Limits{MaxBulkLen: 1 << 20})
+		want := fmt.Sprintf("RAFT RELAY n7 %s %d", inc, i+1)
+		if got := string(bytes.Join(args, []byte(" "))); err != nil || got != want {
+			t.Fatalf("call %d opens with %q (%v), want %q", i, got, err, want)
+		}
+		rest, err := parseCommands(call)
+		if err != nil || n == 0 {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, rest...)
 	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("relayed %q, want %q", got, want)
+	if want := []string{"PUBLISH ch m0", "PUBLISH ch m1", "PUBLISH ch m2"}; !slices.Equal(cmds, want) {
+		t.Fatalf("relayed %q, want %q", cmds, want)
 	}
 	later := newRelayer(p, "n7", maxRelayBytes, hclog.NewNullLogger())
 	first, err1 := strconv.ParseInt(inc, 10, 64)

@@ -908,7 +908,7 @@ var table = []*Spec{
 			{Name: "digest", Arity: 2, Flags: Loading | Stale, Summary: "Show the index of the latest entry this node applied and a checksum of its state after it"},
 			{Name: "snapshot", Arity: 2, Flags: Admin | NoScript, Summary: "Take a snapshot of this node's state now and compact its raft log"},
 			{Name: "readindex", Arity: 2, Flags: Loading | Stale | Fast, Summary: "Confirm leadership and return the index a linearizable read waits for"},
-			{Name: "relay", Arity: 8, Flags: PubSub | Loading | Stale | Fast, Summary: "Deliver a message another member relays, unless a later one of that member was delivered", Syntax: "node-id incarnation sequence <PUBLISH | SPUBLISH> channel message"},
+			{Name: "relay", Arity: 5, Flags: PubSub | Loading | Stale | Fast, Summary: "Open a call of another member's relayed PUBLISH and SPUBLISH commands, which run while no later call of that member has opened", Syntax: "node-id incarnation sequence"},
 		}},
 	{Name: "history", Arity: -2, Group: "server", Since: "0.3.0",
 		Summary:    "A container for history commands (presenced)",

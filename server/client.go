@@ -76,6 +76,9 @@ type client struct {
 	// peer marks another node's connection: its writes are applied here
 	// or refused, never forwarded again.
 	peer bool
+	// relayFrom is the ID of the member whose relayed commands this
+	// connection carries, since its RAFT RELAY (see relayCommand).
+	relayFrom string
 	// readonly, set by READONLY, serves reads from this node's state
 	// without confirming it is current.
 	readonly bool

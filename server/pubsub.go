@@ -409,14 +409,31 @@ func (c *client) refuseSubscribed(spec *proto.Spec, args [][]byte) bool {
 // publishCommand is PUBLISH. It replies with the number of this node's
 // subscribers that heard it, as PUBLISH does in Redis Cluster.
 func publishCommand(c *client, args [][]byte) {
-	c.out.Int(int64(c.s.pubsub.publish(string(args[1]), args[2])))
+	c.out.Int(int64(c.relayedInOrder(func() int { return c.s.pubsub.publish(string(args[1]), args[2]) })))
 	c.relayPublish(args)
 }
 
 // spublishCommand is SPUBLISH, which PUBLISH's to the shard channel.
 func spublishCommand(c *client, args [][]byte) {
-	c.out.Int(int64(c.s.pubsub.publishShard(string(args[1]), args[2])))
+	c.out.Int(int64(c.relayedInOrder(func() int { return c.s.pubsub.publishShard(string(args[1]), args[2]) })))
 	c.relayPublish(args)
+}
+
+// relayedInOrder runs deliver and returns what it returns, unless c is a
+// connection another member relays on (see relayCommand) whose call a
+// later call of that member has followed: then it drops the message and
+// returns 0.
+func (c *client) relayedInOrder(deliver func() int) int {
+	if c.relayFrom == "" {
+		return deliver()
+	}
+	r := &c.s.relayed
+	r.mu.Lock()
+	defer r.mu.Unlock() // held while delivering: the next call waits to open
+	if r.latest[c.relayFrom].conn != c {
+		return 0
+	}
+	return deliver()
 }
 
 // relayPublish has the other members deliver a client's PUBLISH or
@@ -427,65 +444,66 @@ func (c *client) relayPublish(args [][]byte) {
 	}
 }
 
-// relayCommand answers RAFT RELAY node-id incarnation sequence
-// PUBLISH|SPUBLISH channel message, a message another member relays
-// (cluster.Node.Relay): it delivers the message to this node's
-// subscribers, as the PUBLISH or SPUBLISH would, unless it delivered a
-// later one of that member already, and answers how many it reached.
-// A member relays its messages in order, but one it gave up on with its
-// connection (cut while the member had the message already, or held up
-// past the relay's timeout) may arrive here after later ones, sent on
-// another connection: it is dropped then, so that every member hears
-// each node's messages at most once and in order.
+// relayCommand answers RAFT RELAY node-id incarnation sequence, which
+// opens a call of relayed commands (cluster.Node.Relay): the PUBLISH and
+// SPUBLISH commands that follow on the connection deliver their messages
+// as long as no later call of that member (a greater sequence number, or
+// a later incarnation) has opened, on this connection or another. A
+// member relays its messages in order, but a call it gave up on with its
+// connection (cut while this node had its commands already, or held up
+// past the relay's timeout) may have them run here after the next call
+// opened on another connection: they are dropped then, so that every
+// member hears each node's messages at most once and in order.
 func relayCommand(c *client, args [][]byte) {
 	incarnation, okInc := proto.ParseInt(args[3])
 	seq, errSeq := strconv.ParseUint(string(args[4]), 10, 64)
-	shard := strings.EqualFold(string(args[5]), "spublish")
-	if !okInc || errSeq != nil || !shard && !strings.EqualFold(string(args[5]), "publish") {
+	if !okInc || errSeq != nil {
 		c.out.Error(proto.ErrSyntax)
 		return
 	}
-	r := &c.s.relayed
-	r.mu.Lock()
-	defer r.mu.Unlock() // held while delivering: another connection's next message waits
-	if !r.admit(string(args[2]), incarnation, seq) {
-		c.out.Int(0)
-		return
-	}
-	if shard {
-		c.out.Int(int64(c.s.pubsub.publishShard(string(args[6]), args[7])))
-	} else {
-		c.out.Int(int64(c.s.pubsub.publish(string(args[6]), args[7])))
-	}
+	id := string(args[2])
+	c.relayFrom = id
+	c.s.relayed.open(id, relayMark{incarnation, seq}, c)
+	c.out.OK()
 }
 
-// relayOrder is the latest message delivered of each member that relays
-// to this node, by the member's ID.
+// relayOrder is the latest call opened by each member that relays to
+// this node, by the member's ID.
 type relayOrder struct {
 	mu     sync.Mutex
-	latest map[string]relayMark
+	latest map[string]relayCall
 }
 
-// relayMark places a relayed message: the incarnation of the member that
-// relayed it, then its sequence number there.
+// relayMark places a call: the incarnation of the member that opened it,
+// then its sequence number there.
 type relayMark struct {
 	incarnation int64
 	seq         uint64
 }
 
-// admit reports whether a message the member id relayed, its incarnation
-// and sequence number given, comes after the latest one delivered, and
-// then makes it the latest. The caller holds r.mu.
-func (r *relayOrder) admit(id string, incarnation int64, seq uint64) bool {
-	last, ok := r.latest[id]
-	if ok && (incarnation < last.incarnation || incarnation == last.incarnation && seq <= last.seq) {
-		return false
+// after reports whether m comes after o.
+func (m relayMark) after(o relayMark) bool {
+	return m.incarnation > o.incarnation || m.incarnation == o.incarnation && m.seq > o.seq
+}
+
+// relayCall is a call a member opened, and the connection it came on.
+type relayCall struct {
+	relayMark
+	conn *client
+}
+
+// open makes the call at m, on conn, the member id's latest, unless a
+// later one opened already: conn's commands are then dropped.
+func (r *relayOrder) open(id string, m relayMark, conn *client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last, ok := r.latest[id]; ok && !m.after(last.relayMark) {
+		return
 	}
 	if r.latest == nil {
-		r.latest = make(map[string]relayMark)
+		r.latest = make(map[string]relayCall)
 	}
-	r.latest[id] = relayMark{incarnation, seq}
-	return true
+	r.latest[id] = relayCall{m, conn}
 }
 
 func pubsubCommand(c *client, args [][]byte) {

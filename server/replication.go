@@ -98,8 +98,9 @@ func raftCommand(c *client, args [][]byte) {
 			"    after it, equal on nodes at the same index (reads a copy of the whole state).",
 			"SNAPSHOT", "    Take a snapshot of this node's state now and compact its raft log.",
 			"READINDEX", "    On the leader: confirm leadership, return the commit index.",
-			"RELAY <node-id> <incarnation> <sequence> PUBLISH|SPUBLISH <channel> <message>",
-			"    Deliver a message another member relays, unless a later one of it was delivered.")
+			"RELAY <node-id> <incarnation> <sequence>",
+			"    Open a call of another member's relayed PUBLISH and SPUBLISH commands, which",
+			"    deliver their messages while no later call of that member has opened.")
 	case "add":
 		c.okOrError(node.AddVoter(ctx, string(args[2]), string(args[3])))
 	case "remove":
