@@ -430,7 +430,7 @@ func (c *client) relayedInOrder(deliver func() int) int {
 	r := &c.s.relayed
 	r.mu.Lock()
 	defer r.mu.Unlock() // held while delivering: the next call waits to open
-	if r.latest[c.relayFrom].conn != c {
+	if r.latest[c.relayFrom].conn != c.id {
 		return 0
 	}
 	return deliver()
@@ -463,7 +463,7 @@ func relayCommand(c *client, args [][]byte) {
 	}
 	id := string(args[2])
 	c.relayFrom = id
-	c.s.relayed.open(id, relayMark{incarnation, seq}, c)
+	c.s.relayed.open(id, relayMark{incarnation, seq}, c.id)
 	c.out.OK()
 }
 
@@ -486,15 +486,17 @@ func (m relayMark) after(o relayMark) bool {
 	return m.incarnation > o.incarnation || m.incarnation == o.incarnation && m.seq > o.seq
 }
 
-// relayCall is a call a member opened, and the connection it came on.
+// relayCall is a call a member opened, and the ID of the connection it
+// came on.
 type relayCall struct {
 	relayMark
-	conn *client
+	conn int64
 }
 
-// open makes the call at m, on conn, the member id's latest, unless a
-// later one opened already: conn's commands are then dropped.
-func (r *relayOrder) open(id string, m relayMark, conn *client) {
+// open makes the call at m, on the connection whose ID is conn, the
+// member id's latest, unless a later one opened already: the
+// connection's commands are then dropped.
+func (r *relayOrder) open(id string, m relayMark, conn int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if last, ok := r.latest[id]; ok && !m.after(last.relayMark) {
