@@ -122,7 +122,7 @@ func (n *Node) start(network *Network) error {
 			return fmt.Errorf("cluster: raft address: %w", err)
 		}
 		t := raft.NewNetworkTransportWithLogger(m, tcpMaxPool, tcpTimeout, n.log)
-		trans, n.transport, n.mux = t, t, m
+		trans, n.transport, n.mux = serialTransport{t}, t, m
 		n.peers = NewRESPPeers(n.cfg.Password, n.cfg.TLS)
 	} else {
 		trans, n.peers = network.Raft, network.Peers
