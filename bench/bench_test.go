@@ -31,6 +31,7 @@ var wantRows = map[string][]string{
 	"Pub/sub across nodes": {"PUBLISH on the leader, pipeline 64, a subscriber on each of the 2 other nodes",
 		"PUBLISH on the leader, pipeline 1, a subscriber on each of the 2 other nodes"},
 	"HyperLogLog":             {"PFADD, pipeline 64", "PFADD, pipeline 1", "PFCOUNT of one key, pipeline 64"},
+	"Large values":            {"SET of a 100 KB value, pipeline 1", "GET of a 100 KB value, pipeline 1"},
 	"Heartbeats":              {"SETBIT heartbeat, pipeline 64", "SETBIT heartbeat, pipeline 1", "GETBIT, pipeline 64", "SETBIT heartbeat, pipeline 64, a client tracking the key"},
 	"BITCOUNT of a whole key": {"BITCOUNT, 20k ids in 1M", "BITCOUNT, 500k ids in 1M"},
 	"Memory for the data": {"20k random ids in a 1M-id space", "500k random ids in a 1M-id space",

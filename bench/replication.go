@@ -29,7 +29,7 @@ const (
 )
 
 // allGroups lists every row group in running order.
-var allGroups = []string{groupHeartbeats, groupData, groupModes, groupCluster, groupFailover, groupRestart, groupPresence, groupHistory, groupHistoryWrites, groupHyperLogLog, groupPubSub}
+var allGroups = []string{groupHeartbeats, groupData, groupModes, groupCluster, groupFailover, groupRestart, groupPresence, groupHistory, groupHistoryWrites, groupHyperLogLog, groupPubSub, groupValues}
 
 // groupAliases name sets of groups for -only.
 var groupAliases = map[string][]string{

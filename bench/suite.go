@@ -299,6 +299,7 @@ var groupRunners = map[string]func(*suite) error{
 	groupHistoryWrites: (*suite).historyWrites,
 	groupHyperLogLog:   (*suite).hyperloglog,
 	groupPubSub:        (*suite).pubsub,
+	groupValues:        (*suite).values,
 }
 
 // datasets measures the memory of each data set and BITCOUNT on some.
