@@ -17,11 +17,6 @@ import (
 	"github.com/presenced/presenced/store"
 )
 
-const (
-	readChunk  = 16 << 10 // bytes asked of each read
-	maxIdleBuf = 64 << 10 // an idle client's input buffer shrinks back below this
-)
-
 // client is one connection and its state. Only the connection's own
 // goroutine touches the fields outside info; info is read by CLIENT LIST
 // and INFO from other goroutines.
@@ -34,6 +29,9 @@ type client struct {
 	parser proto.Parser
 	in     []byte        // input not yet dropped (see endBatch)
 	out    store.Replies // replies not yet written
+	// keptIn and keptOut are the capacities of in and of out's buffer
+	// that the server's budget of kept buffers counts (see buffers.go).
+	keptIn, keptOut int
 	// batchOpen is set while a batch is read: the requests in in[:used]
 	// are dispatched, and the rest of a pipeline is still to come.
 	batchOpen bool
@@ -320,7 +318,7 @@ func (c *client) endBatch(used int) bool {
 func (c *client) dropInput(used int) bool {
 	rest := copy(c.in, c.in[used:])
 	c.in = c.in[:rest]
-	if rest == 0 && cap(c.in) > maxIdleBuf {
+	if rest == 0 && cap(c.in) > maxIdleBuf && !c.s.buffers.keep(&c.keptIn, cap(c.in), used) {
 		c.in = make([]byte, 0, readChunk)
 	}
 	return int64(len(c.in)) <= c.s.settings.current().QueryBufferLimit
@@ -479,11 +477,18 @@ func (c *client) writeOut() error {
 		n, err = c.nc.Write(c.out.B)
 		c.s.stats.net.wrote(n)
 	}
+	c.resetOut()
+	return err
+}
+
+// resetOut empties out once its replies went out, keeping its buffer for
+// the next batch's unless it is large and not kept (see buffers.go).
+func (c *client) resetOut() {
+	used := c.out.Len()
 	c.out.Reset()
-	if cap(c.out.B) > maxIdleBuf {
+	if cap(c.out.B) > maxIdleBuf && !c.s.buffers.keep(&c.keptOut, cap(c.out.B), used) {
 		c.out.B = nil
 	}
-	return err
 }
 
 // dispatch handles one request, spec being its command's entry (nil for

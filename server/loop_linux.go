@@ -422,10 +422,7 @@ func (c *client) writeRaw() (bool, error) {
 		c.out.B = c.out.B[:copy(c.out.B, c.out.B[n:])]
 		return false, nil
 	}
-	c.out.Reset()
-	if cap(c.out.B) > maxIdleBuf {
-		c.out.B = nil
-	}
+	c.resetOut()
 	return true, nil
 }
 

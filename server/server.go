@@ -51,6 +51,7 @@ type Server struct {
 	pubsub   hub
 	relayed  relayOrder // the latest message delivered of each member that relays to this node
 	monitors monitorHub
+	buffers  bufferBudget // the large buffers connections keep for their next batch
 	tracking tracking
 	sentinel sentinelState
 	// keyspaceFlags is notify-keyspace-events, for the store's sink.
@@ -89,6 +90,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{store: store.New(), quit: make(chan struct{}), shutdown: make(chan struct{}), runID: newRunID()}
+	s.buffers.limit = keptBudget
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	s.startupHeap = m.HeapAlloc
@@ -355,6 +357,8 @@ func (s *Server) acceptLoop(ln net.Listener, peer bool) {
 // dropClient forgets a client whose connection ended, keeping its counts.
 func (s *Server) dropClient(c *client) {
 	c.gone.Store(true)
+	s.buffers.release(&c.keptIn)
+	s.buffers.release(&c.keptOut)
 	s.mu.Lock()
 	delete(s.mu.clients, c)
 	s.stats.merge(c)
