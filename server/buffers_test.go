@@ -2,6 +2,7 @@ package server
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -135,8 +136,13 @@ func TestLargeValuesReuseTheConnectionsBuffers(t *testing.T) {
 			t.Fatalf("SET of value %d before the close: %q", i, got)
 		}
 	}
-	if kept := srv.buffers.kept.Load(); kept < 600<<10 {
+	kept := srv.buffers.kept.Load()
+	if kept < 600<<10 {
 		t.Fatalf("%d bytes of buffers kept by two connections, want at least %d", kept, 600<<10)
+	}
+	stats := statsFields(t, []byte(dial(t, srv.Addr()).do("MEMORY", "STATS")))
+	if i := slices.IndexFunc(stats, func(f statField) bool { return f.name == "clients.normal" }); i < 0 || stats[i].value != float64(kept) {
+		t.Errorf("MEMORY STATS: %+v, want clients.normal %d", stats, kept)
 	}
 	c.conn.Close()
 	d.conn.Close()

@@ -15,6 +15,7 @@ import (
 // back the resident set.
 type memoryReport struct {
 	peak, total, startup        uint64 // HeapSys (as INFO's used_memory_peak), HeapAlloc, HeapAlloc at start
+	clients                     uint64 // the large buffers connections keep between batches (see buffers.go)
 	active, resident, rss       uint64
 	keys                        int
 	dbs                         []int // the databases that hold keys
@@ -33,6 +34,7 @@ func (s *Server) memoryReport() memoryReport {
 	runtime.ReadMemStats(&m)
 	r := memoryReport{peak: m.HeapSys, total: m.HeapAlloc, startup: min(s.startupHeap, m.HeapAlloc),
 		active: m.HeapInuse, resident: m.HeapSys - m.HeapReleased, rss: m.Sys - m.HeapReleased}
+	r.clients = min(uint64(max(s.buffers.kept.Load(), 0)), r.total-r.startup)
 	for _, k := range s.store.Keyspace() {
 		r.keys += k.Keys
 		r.dbs = append(r.dbs, k.DB)
@@ -42,7 +44,7 @@ func (s *Server) memoryReport() memoryReport {
 	r.allocatorRSS, r.allocatorRSSBytes = ratio(r.resident, r.active)
 	r.rssOverhead, r.rssOverheadBytes = ratio(r.rss, r.resident)
 	r.fragmentation, r.fragBytes = ratio(r.rss, r.total)
-	r.overheadTotal = r.startup
+	r.overheadTotal = r.startup + r.clients
 	r.datasetBytes = r.total - r.overheadTotal
 	if r.keys > 0 {
 		r.perKey = (r.total - r.startup) / uint64(r.keys)
@@ -53,16 +55,18 @@ func (s *Server) memoryReport() memoryReport {
 }
 
 // writeStats answers MEMORY STATS with Redis 7.0's fields, in its order.
-// What presenced does not have (replication backlog, client buffers
-// apart, scripts, the keys' hash tables apart from their values) is 0:
-// a key's memory is all in its value's, as MEMORY USAGE says.
+// clients.normal is the large buffers connections keep between batches
+// (the others are too small to count); what presenced does not have
+// (replication backlog, scripts, the keys' hash tables apart from their
+// values) is 0: a key's memory is all in its value's, as MEMORY USAGE
+// says.
 func (r memoryReport) writeStats(c *client) {
 	type field struct {
 		name string
 		v    any
 	}
 	before := []field{{"peak.allocated", r.peak}, {"total.allocated", r.total}, {"startup.allocated", r.startup},
-		{"replication.backlog", 0}, {"clients.slaves", 0}, {"clients.normal", 0}, {"cluster.links", 0},
+		{"replication.backlog", 0}, {"clients.slaves", 0}, {"clients.normal", r.clients}, {"cluster.links", 0},
 		{"aof.buffer", 0}, {"lua.caches", 0}, {"functions.caches", 0}}
 	after := []field{{"overhead.total", r.overheadTotal}, {"keys.count", r.keys}, {"keys.bytes-per-key", r.perKey},
 		{"dataset.bytes", r.datasetBytes}, {"dataset.percentage", r.datasetPercent}, {"peak.percentage", r.peakPercent},

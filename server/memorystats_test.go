@@ -106,6 +106,8 @@ func checkMemoryFigures(t *testing.T, fields []statField) {
 		t.Errorf("keys.count %v, want 2", v["keys.count"])
 	case v["total.allocated"] <= 0 || v["total.allocated"] > v["peak.allocated"]:
 		t.Errorf("total.allocated %v, peak.allocated %v", v["total.allocated"], v["peak.allocated"])
+	case v["overhead.total"] != v["startup.allocated"]+v["clients.normal"]:
+		t.Errorf("overhead.total %v, want startup.allocated %v + clients.normal %v", v["overhead.total"], v["startup.allocated"], v["clients.normal"])
 	case v["dataset.bytes"]+v["overhead.total"] != v["total.allocated"]:
 		t.Errorf("dataset.bytes %v + overhead.total %v != total.allocated %v", v["dataset.bytes"], v["overhead.total"], v["total.allocated"])
 	case v["allocator.allocated"] != v["total.allocated"] || v["allocator.active"] < v["allocator.allocated"]:
