@@ -328,14 +328,55 @@ func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotS
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("cluster: opening snapshots in %s: %w", n.cfg.Dir, err)
 	}
-	snapIndex, err := verifySnapshot(snaps, n.cfg.Dir)
+	snapIndex, snapTerm, err := verifySnapshot(snaps, n.cfg.Dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if err := verifyLog(bolt, snapIndex, path); err != nil {
 		return nil, nil, nil, err
 	}
+	dropped, err := dropDivergentLog(bolt, snapIndex, snapTerm)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("cluster: raft log %s: %w", path, err)
+	}
+	if dropped > 0 {
+		n.log.Warn("dropped log entries that diverge from the newest snapshot", "from", snapIndex, "entries", dropped, "snapshot-term", snapTerm)
+	}
 	return logs, bolt, snaps, nil
+}
+
+// dropDivergentLog deletes the log's entries from snapIndex, the newest
+// snapshot's last index, on, when the entry the log holds there is of
+// another term than snapTerm, the snapshot's, and returns how many it
+// deleted. The committed entry at snapIndex is of snapTerm, so by Raft's
+// log matching an entry of another term there, and every entry after it
+// in this log, was appended by a leader that never committed it. raft
+// installs a leader's snapshot without deleting such entries
+// (hashicorp/raft#697): the follower then rejects every append that
+// follows the snapshot, and the leader sends the snapshot again, for
+// ever. Restarting the node mends it: raft then starts from the
+// snapshot, with nothing in the log after it to conflict.
+func dropDivergentLog(logs raft.LogStore, snapIndex, snapTerm uint64) (uint64, error) {
+	if snapIndex == 0 {
+		return 0, nil
+	}
+	var l raft.Log
+	switch err := logs.GetLog(snapIndex, &l); {
+	case errors.Is(err, raft.ErrLogNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	case l.Term == snapTerm:
+		return 0, nil
+	}
+	last, err := logs.LastIndex()
+	if err != nil {
+		return 0, err
+	}
+	if err := logs.DeleteRange(snapIndex, last); err != nil {
+		return 0, err
+	}
+	return last - snapIndex + 1, nil
 }
 
 // openBolt opens the raft log. bbolt panics on some damaged files
@@ -350,16 +391,16 @@ func openBolt(opts raftboltdb.Options) (store *raftboltdb.BoltStore, err error) 
 }
 
 // verifySnapshot checks the checksums of the newest snapshot in dir and
-// returns the index of the last entry it holds (0 without a snapshot).
-// Raft would fall back to an older snapshot, whose log may be compacted
-// away: a node refuses to start instead.
-func verifySnapshot(snaps *raft.FileSnapshotStore, dir string) (index uint64, err error) {
+// returns the index and term of the last entry it holds (0 without a
+// snapshot). Raft would fall back to an older snapshot, whose log may be
+// compacted away: a node refuses to start instead.
+func verifySnapshot(snaps *raft.FileSnapshotStore, dir string) (index, term uint64, err error) {
 	list, err := snaps.List()
 	if err != nil {
-		return 0, fmt.Errorf("cluster: listing snapshots in %s: %w", dir, err)
+		return 0, 0, fmt.Errorf("cluster: listing snapshots in %s: %w", dir, err)
 	}
 	if len(list) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	path := filepath.Join(dir, "snapshots", list[0].ID, "state.bin")
 	_, rc, err := snaps.Open(list[0].ID)
@@ -374,9 +415,9 @@ func verifySnapshot(snaps *raft.FileSnapshotStore, dir string) (index uint64, er
 		rc.Close()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("cluster: snapshot %s is damaged, refusing to start without it: %w", path, err)
+		return 0, 0, fmt.Errorf("cluster: snapshot %s is damaged, refusing to start without it: %w", path, err)
 	}
-	return list[0].Index, nil
+	return list[0].Index, list[0].Term, nil
 }
 
 // verifyLog checks the index of every entry in the log at path, and the

@@ -1,0 +1,126 @@
+package cluster
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/presenced/presenced/store"
+)
+
+// TestRestartMendsAFollowerStuckOnADivergentLog builds the state of
+// hashicorp/raft#697: a leader, cut off, appends entries it cannot
+// commit; another node leads and snapshots at the index of the last of
+// them; once the partition heals, the former leader installs that
+// snapshot but keeps its own entry at the snapshot's index, of an older
+// term, and rejects every append after it, so it never catches up. A
+// restart must drop the divergent entries and let it catch up.
+func TestRestartMendsAFollowerStuckOnADivergentLog(t *testing.T) {
+	dirs := map[string]string{"n1": t.TempDir(), "n2": t.TempDir(), "n3": t.TempDir()}
+	configure := func(cfg *Config) {
+		cfg.TrailingLogs = 1
+		cfg.AppendOnly, cfg.Dir = true, dirs[cfg.NodeID]
+	}
+	c := newTestCluster(t, 3, configure)
+	old := c.leader()
+	before := old.node.raft.LastIndex()
+	c.isolate(old)
+	// Entries it cannot commit: a write, and barriers after it (a
+	// leader has one entry of writes in flight at most).
+	go old.node.Apply([]store.Command{cmd(0, "SETBIT", "lost", "1", "1")}, new(store.Replies))
+	waitFor(t, c, "the cut-off leader's write entry", func() bool { return old.node.raft.LastIndex() > before })
+	for i := uint64(2); i <= 6; i++ {
+		go old.node.raft.Barrier(time.Second)
+		waitFor(t, c, "the cut-off leader's barrier", func() bool { return old.node.raft.LastIndex() >= before+i })
+	}
+	diverged := old.node.raft.LastIndex()
+
+	var next *testNode
+	waitFor(t, c, "another leader", func() bool {
+		for _, tn := range c.nodes {
+			if tn != old && tn.node.IsLeader() {
+				next = tn
+			}
+		}
+		return next != nil
+	})
+	for i := 0; next.node.raft.LastIndex() < diverged; i++ {
+		if err := next.node.Apply([]store.Command{cmd(0, "SETBIT", "kept", strconv.Itoa(i), "1")}, new(store.Replies)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := next.node.raft.LastIndex(); got != diverged {
+		t.Fatalf("setup: the new leader's log reached %d, past the cut-off leader's %d", got, diverged)
+	}
+	var committed raft.Log
+	if err := next.node.logWrites.GetLog(diverged, &committed); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.node.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+
+	c.heal()
+	waitFor(t, c, "the former leader's install of the snapshot", func() bool { return old.node.Stats().Restores > 0 })
+	var kept raft.Log
+	if err := old.node.logWrites.GetLog(diverged, &kept); errors.Is(err, raft.ErrLogNotFound) || kept.Term == committed.Term {
+		t.Fatalf("setup: after the install the former leader's entry %d is %+v (%v), want one of a term before %d", diverged, kept, err, committed.Term)
+	}
+
+	if err := old.node.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old.st = store.New()
+	c.start(old, false, configure)
+	if err := c.leader().node.Apply([]store.Command{cmd(0, "SETBIT", "kept", "1000", "1")}, new(store.Replies)); err != nil {
+		t.Fatal(err)
+	}
+	c.converge()
+	if got := read(old.st, cmd(0, "EXISTS", "lost")); got[0] != ":0\r\n" {
+		t.Fatalf("the write the cut-off leader never committed: EXISTS %q", got)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test if the cluster's
+// deadline passes first.
+func waitFor(t *testing.T, c *testCluster, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if c.ctx.Err() != nil {
+			t.Fatalf("waiting for %s: %v", what, c.ctx.Err())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestDropDivergentLog(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		snapIndex, snapTerm uint64
+		dropped, last       uint64
+	}{
+		{"no snapshot", 0, 0, 0, 9},
+		{"the snapshot's entry of its term", 5, 2, 0, 9},
+		{"the snapshot's entry of another term", 5, 3, 5, 4},
+		{"no entry at the snapshot's index", 12, 3, 0, 9},
+	} {
+		logs := raft.NewInmemStore()
+		for i := uint64(1); i <= 9; i++ {
+			term := uint64(1)
+			if i >= 4 {
+				term = 2
+			}
+			if err := logs.StoreLog(&raft.Log{Index: i, Term: term}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dropped, err := dropDivergentLog(logs, tc.snapIndex, tc.snapTerm)
+		last, _ := logs.LastIndex()
+		if err != nil || dropped != tc.dropped || last != tc.last {
+			t.Errorf("%s: dropped %d (%v), log up to %d; want %d dropped, up to %d", tc.name, dropped, err, last, tc.dropped, tc.last)
+		}
+	}
+}
