@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -13,12 +13,21 @@ import (
 
 // TestRestartMendsAFollowerStuckOnADivergentLog builds the state of
 // hashicorp/raft#697: a leader, cut off, appends entries it cannot
-// commit; another node leads and snapshots at the index of the last of
-// them; once the partition heals, the former leader installs that
-// snapshot but keeps its own entry at the snapshot's index, of an older
-// term, and rejects every append after it, so it never catches up. A
-// restart must drop the divergent entries and let it catch up.
+// commit; another node leads and snapshots at the index of one of them;
+// once the partition heals, the former leader installs that snapshot but
+// keeps the entries of its own that follow the snapshot, or that are at
+// its index, all of an older term, and rejects every append after it, so
+// it never catches up. A restart must drop the divergent entries and let
+// it catch up. past is how many of the cut-off leader's entries lie
+// beyond the snapshot's index: with none, it keeps its entry at that
+// index; with some, raft's compaction deletes that one and keeps them.
 func TestRestartMendsAFollowerStuckOnADivergentLog(t *testing.T) {
+	for _, past := range []uint64{0, 3} {
+		t.Run(fmt.Sprintf("past=%d", past), func(t *testing.T) { testDivergentFollower(t, past) })
+	}
+}
+
+func testDivergentFollower(t *testing.T, past uint64) {
 	dirs := map[string]string{"n1": t.TempDir(), "n2": t.TempDir(), "n3": t.TempDir()}
 	configure := func(cfg *Config) {
 		cfg.TrailingLogs = 1
@@ -32,11 +41,11 @@ func TestRestartMendsAFollowerStuckOnADivergentLog(t *testing.T) {
 	// leader has one entry of writes in flight at most).
 	go old.node.Apply([]store.Command{cmd(0, "SETBIT", "lost", "1", "1")}, new(store.Replies))
 	waitFor(t, c, "the cut-off leader's write entry", func() bool { return old.node.raft.LastIndex() > before })
-	for i := uint64(2); i <= 6; i++ {
+	for i := uint64(2); i <= 6+past; i++ {
 		go old.node.raft.Barrier(time.Second)
 		waitFor(t, c, "the cut-off leader's barrier", func() bool { return old.node.raft.LastIndex() >= before+i })
 	}
-	diverged := old.node.raft.LastIndex()
+	snapIndex := old.node.raft.LastIndex() - past
 
 	var next *testNode
 	waitFor(t, c, "another leader", func() bool {
@@ -47,16 +56,16 @@ func TestRestartMendsAFollowerStuckOnADivergentLog(t *testing.T) {
 		}
 		return next != nil
 	})
-	for i := 0; next.node.raft.LastIndex() < diverged; i++ {
+	for i := 0; next.node.raft.LastIndex() < snapIndex; i++ {
 		if err := next.node.Apply([]store.Command{cmd(0, "SETBIT", "kept", strconv.Itoa(i), "1")}, new(store.Replies)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := next.node.raft.LastIndex(); got != diverged {
-		t.Fatalf("setup: the new leader's log reached %d, past the cut-off leader's %d", got, diverged)
+	if got := next.node.raft.LastIndex(); got != snapIndex {
+		t.Fatalf("setup: the new leader's log reached %d, past %d", got, snapIndex)
 	}
 	var committed raft.Log
-	if err := next.node.logWrites.GetLog(diverged, &committed); err != nil {
+	if err := next.node.logWrites.GetLog(snapIndex, &committed); err != nil {
 		t.Fatal(err)
 	}
 	if err := next.node.Snapshot(); err != nil {
@@ -65,9 +74,9 @@ func TestRestartMendsAFollowerStuckOnADivergentLog(t *testing.T) {
 
 	c.heal()
 	waitFor(t, c, "the former leader's install of the snapshot", func() bool { return old.node.Stats().Restores > 0 })
-	var kept raft.Log
-	if err := old.node.logWrites.GetLog(diverged, &kept); errors.Is(err, raft.ErrLogNotFound) || kept.Term == committed.Term {
-		t.Fatalf("setup: after the install the former leader's entry %d is %+v (%v), want one of a term before %d", diverged, kept, err, committed.Term)
+	var stale raft.Log
+	if err := old.node.logWrites.GetLog(snapIndex+past, &stale); err != nil || stale.Term >= committed.Term {
+		t.Fatalf("setup: after the install the former leader's entry %d is %+v (%v), want one of a term before %d", snapIndex+past, stale, err, committed.Term)
 	}
 
 	if err := old.node.Close(); err != nil {
@@ -97,21 +106,29 @@ func waitFor(t *testing.T, c *testCluster, what string, cond func() bool) {
 }
 
 func TestDropDivergentLog(t *testing.T) {
+	// A log of entries 1 to 9, entry 6 missing when gap is set: terms 1
+	// up to entry 3, then 2.
 	for _, tc := range []struct {
 		name                string
+		gap                 bool
 		snapIndex, snapTerm uint64
 		dropped, last       uint64
 	}{
-		{"no snapshot", 0, 0, 0, 9},
-		{"the snapshot's entry of its term", 5, 2, 0, 9},
-		{"the snapshot's entry of another term", 5, 3, 5, 4},
-		{"no entry at the snapshot's index", 12, 3, 0, 9},
+		{"no snapshot", false, 0, 0, 0, 9},
+		{"the snapshot's entry of its term", false, 5, 2, 0, 9},
+		{"the snapshot's entry of another term", false, 5, 3, 5, 4},
+		{"no entry at the snapshot's index, the next of its term", true, 6, 2, 0, 9},
+		{"no entry at the snapshot's index, the next of an older term", true, 6, 3, 3, 6},
+		{"no entry at the snapshot's index nor after it", false, 12, 3, 0, 9},
 	} {
 		logs := raft.NewInmemStore()
 		for i := uint64(1); i <= 9; i++ {
 			term := uint64(1)
 			if i >= 4 {
 				term = 2
+			}
+			if tc.gap && i == 6 {
+				continue
 			}
 			if err := logs.StoreLog(&raft.Log{Index: i, Term: term}); err != nil {
 				t.Fatal(err)

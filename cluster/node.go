@@ -345,13 +345,14 @@ func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotS
 	return logs, bolt, snaps, nil
 }
 
-// dropDivergentLog deletes the log's entries from snapIndex, the newest
-// snapshot's last index, on, when the entry the log holds there is of
-// another term than snapTerm, the snapshot's, and returns how many it
-// deleted. The committed entry at snapIndex is of snapTerm, so by Raft's
-// log matching an entry of another term there, and every entry after it
-// in this log, was appended by a leader that never committed it. raft
-// installs a leader's snapshot without deleting such entries
+// dropDivergentLog deletes the log's entries that diverge from the newest
+// snapshot, whose last entry is at snapIndex and of snapTerm, and returns
+// how many it deleted: from snapIndex on when the log's entry there is of
+// another term, or from the first entry after it when the log lacks that
+// one and the next is of an older term. The committed entry at snapIndex
+// is of snapTerm, so by Raft's log matching such entries, and every entry
+// after them in this log, were appended by a leader that never committed
+// them. raft installs a leader's snapshot without deleting them
 // (hashicorp/raft#697): the follower then rejects every append that
 // follows the snapshot, and the leader sends the snapshot again, for
 // ever. Restarting the node mends it: raft then starts from the
@@ -360,23 +361,26 @@ func dropDivergentLog(logs raft.LogStore, snapIndex, snapTerm uint64) (uint64, e
 	if snapIndex == 0 {
 		return 0, nil
 	}
-	var l raft.Log
-	switch err := logs.GetLog(snapIndex, &l); {
-	case errors.Is(err, raft.ErrLogNotFound):
-		return 0, nil
-	case err != nil:
-		return 0, err
-	case l.Term == snapTerm:
-		return 0, nil
-	}
 	last, err := logs.LastIndex()
 	if err != nil {
 		return 0, err
 	}
-	if err := logs.DeleteRange(snapIndex, last); err != nil {
-		return 0, err
+	for i := snapIndex; i <= min(snapIndex+1, last); i++ {
+		var l raft.Log
+		switch err := logs.GetLog(i, &l); {
+		case errors.Is(err, raft.ErrLogNotFound):
+			continue
+		case err != nil:
+			return 0, err
+		case l.Term == snapTerm || i > snapIndex && l.Term > snapTerm:
+			return 0, nil
+		}
+		if err := logs.DeleteRange(i, last); err != nil {
+			return 0, err
+		}
+		return last - i + 1, nil
 	}
-	return last - snapIndex + 1, nil
+	return 0, nil
 }
 
 // openBolt opens the raft log. bbolt panics on some damaged files
