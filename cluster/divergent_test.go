@@ -3,11 +3,13 @@ package cluster
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/presenced/presenced/internal/proctest"
 	"github.com/presenced/presenced/store"
 )
 
@@ -29,9 +31,11 @@ func TestRestartMendsAFollowerStuckOnADivergentLog(t *testing.T) {
 
 func testDivergentFollower(t *testing.T, past uint64) {
 	dirs := map[string]string{"n1": t.TempDir(), "n2": t.TempDir(), "n3": t.TempDir()}
+	logs := map[string]*proctest.SyncBuffer{"n1": {}, "n2": {}, "n3": {}}
 	configure := func(cfg *Config) {
 		cfg.TrailingLogs = 1
 		cfg.AppendOnly, cfg.Dir = true, dirs[cfg.NodeID]
+		cfg.LogOutput = logs[cfg.NodeID]
 	}
 	c := newTestCluster(t, 3, configure)
 	old := c.leader()
@@ -78,6 +82,9 @@ func testDivergentFollower(t *testing.T, past uint64) {
 	if err := old.node.logWrites.GetLog(snapIndex+past, &stale); err != nil || stale.Term >= committed.Term {
 		t.Fatalf("setup: after the install the former leader's entry %d is %+v (%v), want one of a term before %d", snapIndex+past, stale, err, committed.Term)
 	}
+	if got := logs[old.id].String(); !strings.Contains(got, "cannot catch up until it restarts (hashicorp/raft#697)") {
+		t.Errorf("the stuck node's log does not tell of it:\n%s", got)
+	}
 
 	if err := old.node.Close(); err != nil {
 		t.Fatal(err)
@@ -88,6 +95,9 @@ func testDivergentFollower(t *testing.T, past uint64) {
 		t.Fatal(err)
 	}
 	c.converge()
+	if got := logs[old.id].String(); !strings.Contains(got, "dropped log entries that diverge from the newest snapshot") {
+		t.Errorf("the restarted node's log does not tell of the entries it dropped:\n%s", got)
+	}
 	if got := read(old.st, cmd(0, "EXISTS", "lost")); got[0] != ":0\r\n" {
 		t.Fatalf("the write the cut-off leader never committed: EXISTS %q", got)
 	}

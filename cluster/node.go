@@ -281,8 +281,12 @@ func (n *Node) raftConfig() *raft.Config {
 // wrapped to ship the Attachment if there is one.
 func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
 	logs, stable, snaps, err := n.openRaftStores()
-	if err != nil || n.cfg.Attachment == nil {
-		return logs, stable, snaps, err
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	snaps = watchedSnapshots{snaps, n.logWrites, n.log}
+	if n.cfg.Attachment == nil {
+		return logs, stable, snaps, nil
 	}
 	leading := func() bool { return n.raft.State() == raft.Leader }
 	return logs, stable, attachedSnapshots{snaps, n.cfg.Attachment, &n.attaching, leading}, nil
@@ -343,44 +347,6 @@ func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotS
 		n.log.Warn("dropped log entries that diverge from the newest snapshot", "from", snapIndex, "entries", dropped, "snapshot-term", snapTerm)
 	}
 	return logs, bolt, snaps, nil
-}
-
-// dropDivergentLog deletes the log's entries that diverge from the newest
-// snapshot, whose last entry is at snapIndex and of snapTerm, and returns
-// how many it deleted: from snapIndex on when the log's entry there is of
-// another term, or from the first entry after it when the log lacks that
-// one and the next is of an older term. The committed entry at snapIndex
-// is of snapTerm, so by Raft's log matching such entries, and every entry
-// after them in this log, were appended by a leader that never committed
-// them. raft installs a leader's snapshot without deleting them
-// (hashicorp/raft#697): the follower then rejects every append that
-// follows the snapshot, and the leader sends the snapshot again, for
-// ever. Restarting the node mends it: raft then starts from the
-// snapshot, with nothing in the log after it to conflict.
-func dropDivergentLog(logs raft.LogStore, snapIndex, snapTerm uint64) (uint64, error) {
-	if snapIndex == 0 {
-		return 0, nil
-	}
-	last, err := logs.LastIndex()
-	if err != nil {
-		return 0, err
-	}
-	for i := snapIndex; i <= min(snapIndex+1, last); i++ {
-		var l raft.Log
-		switch err := logs.GetLog(i, &l); {
-		case errors.Is(err, raft.ErrLogNotFound):
-			continue
-		case err != nil:
-			return 0, err
-		case l.Term == snapTerm || i > snapIndex && l.Term > snapTerm:
-			return 0, nil
-		}
-		if err := logs.DeleteRange(i, last); err != nil {
-			return 0, err
-		}
-		return last - i + 1, nil
-	}
-	return 0, nil
 }
 
 // openBolt opens the raft log. bbolt panics on some damaged files

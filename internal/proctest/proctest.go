@@ -79,21 +79,22 @@ func ephemeralLow() int {
 	return low
 }
 
-// syncBuffer is a buffer that a process writes while others read it.
-type syncBuffer struct {
+// SyncBuffer is a buffer that a process, or a goroutine, writes while
+// others read it.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
 // Write appends p to the buffer.
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
 // String returns the buffer's contents.
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -102,7 +103,7 @@ func (b *syncBuffer) String() string {
 // Process is a started child process.
 type Process struct {
 	cmd     *exec.Cmd
-	output  *syncBuffer   // nil when the caller directed the output
+	output  *SyncBuffer   // nil when the caller directed the output
 	done    chan struct{} // closed when the process has exited
 	waitErr error         // how it exited, once done is closed
 }
@@ -115,7 +116,7 @@ type Process struct {
 func Start(cmd *exec.Cmd) (*Process, error) {
 	p := &Process{cmd: cmd, done: make(chan struct{})}
 	if cmd.Stdout == nil && cmd.Stderr == nil {
-		p.output = &syncBuffer{}
+		p.output = &SyncBuffer{}
 		cmd.Stdout, cmd.Stderr = p.output, p.output
 	}
 	setParentDeathSignal(cmd)

@@ -173,7 +173,7 @@ func TestStartDirectedOutput(t *testing.T) {
 }
 
 func TestSyncBufferConcurrentWrites(t *testing.T) {
-	var b syncBuffer
+	var b SyncBuffer
 	const writers, lines = 8, 200
 	var wg sync.WaitGroup
 	for w := range writers {
