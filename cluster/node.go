@@ -278,7 +278,8 @@ func (n *Node) raftConfig() *raft.Config {
 }
 
 // openStores opens raft's log, stable and snapshot stores, the latter
-// wrapped to ship the Attachment if there is one.
+// wrapped to check each snapshot stored against the log (see
+// divergent.go) and to ship the Attachment if there is one.
 func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
 	logs, stable, snaps, err := n.openRaftStores()
 	if err != nil {
