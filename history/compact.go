@@ -1,6 +1,8 @@
 package history
 
 import (
+	"errors"
+
 	"github.com/RoaringBitmap/roaring/v2"
 	bolt "go.etcd.io/bbolt"
 )
@@ -9,6 +11,10 @@ import (
 // Advance) has moved by the first tier's step since the last one; it then
 // compacts one series per transaction, between batches of recorded data, so
 // recording never waits for more than one series' compaction.
+
+// errNothingCompacted rolls back the transaction of a series that
+// retention left as it was.
+var errNothingCompacted = errors.New("history: nothing compacted")
 
 // scheduleCompaction starts a pass when one is due.
 func (w *writer) scheduleCompaction() {
@@ -54,8 +60,14 @@ func (w *writer) compactStep() {
 		if err := w.compactSnaps(tx.Bucket(bucketBitmaps).Bucket([]byte(series)), &st); err != nil {
 			return err
 		}
+		if !st.compacted {
+			return errNothingCompacted // nothing to commit, nor to flush
+		}
 		return writeStats(tx, &st)
 	})
+	if errors.Is(err, errNothingCompacted) {
+		return
+	}
 	if st.points != 0 || st.snaps != 0 || err != nil {
 		if s := w.series[series]; s != nil {
 			*s = seriesState{purged: s.purged}
@@ -98,6 +110,7 @@ func (w *writer) compactCounts(b *bolt.Bucket, st *batchStats) error {
 			return err
 		}
 	}
+	st.compacted = st.compacted || len(drop) > 0
 	return nil
 }
 
@@ -174,6 +187,7 @@ func (w *writer) compactSnaps(b *bolt.Bucket, st *batchStats) error {
 		}
 	}
 	st.snaps -= int64(len(drop))
+	st.compacted = st.compacted || len(drop) > 0
 	return nil
 }
 

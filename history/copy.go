@@ -37,11 +37,14 @@ func (h *History) OpenCopy() (io.ReadCloser, int64, error) {
 	if h.db == nil {
 		return nil, 0, ErrClosed
 	}
+	// Every record up to the newest Advance is committed before it is
+	// read here (batches of Advances alone leave it ahead of the file's).
+	held := h.newest.Load()
 	tx, err := h.db.Begin(false)
 	if err != nil {
 		return nil, 0, err
 	}
-	newest := getU64(tx.Bucket(bucketMeta).Get(metaNewest))
+	newest := max(getU64(tx.Bucket(bucketMeta).Get(metaNewest)), uint64(held))
 	size := tx.Size()
 	hdr := make([]byte, copyHeaderLen)
 	copy(hdr, copyMagic)
@@ -162,6 +165,7 @@ func (w *writer) swap(req *restoreReq) error {
 	if err := h.loadMeta(); err != nil {
 		return err
 	}
+	h.newest.Store(max(h.newest.Load(), req.newest)) // the copy's header may be ahead of its file
 	return renameErr
 }
 

@@ -276,3 +276,61 @@ func TestSyncForWaitsForPurge(t *testing.T) {
 		t.Fatalf("after the purge: %d, %v", n, err)
 	}
 }
+
+// TestIdleAdvances checks that Advances with nothing recorded, and the
+// compaction passes they start that find nothing to drop, write nothing to
+// the file, yet move Newest, travel in copies, and reach the file when
+// it is closed; and that what a crash would leave (the file's own newest)
+// is the older newest, under which every record is held.
+func TestIdleAdvances(t *testing.T) {
+	h, r, cfg := recorded(t, 31)
+	busy := h.Newest()
+	lastTx := func(h *History) (id int, newest int64) {
+		t.Helper()
+		err := h.view(func(tx *bolt.Tx) error {
+			id, newest = tx.ID(), int64(getU64(tx.Bucket(bucketMeta).Get(metaNewest)))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, newest
+	}
+	before, fileNewest := lastTx(h)
+	if fileNewest != busy {
+		t.Fatalf("the file's newest is %d after recording up to %d", fileNewest, busy)
+	}
+	for i := int64(1); i <= 50; i++ {
+		h.Advance(busy + 100*i)
+	}
+	waitIdle(t, h)
+	idle := busy + 100*50
+	if h.Newest() != idle {
+		t.Fatalf("Newest = %d after idle advances up to %d", h.Newest(), idle)
+	}
+	if after, fileNewest := lastTx(h); after != before || fileNewest != busy {
+		t.Fatalf("idle advances committed: transaction %d -> %d, the file's newest %d", before, after, fileNewest)
+	}
+	r.now = idle
+	r.check(t, h, t0, 100)
+
+	// A copy holds every record up to the newest Advance, and says so.
+	e := mustOpen(t, testConfig(t, "100ms:1d"))
+	if err := e.RestoreCopy(bytes.NewReader(readCopy(t, h))); err != nil {
+		t.Fatal(err)
+	}
+	if e.Newest() != idle {
+		t.Fatalf("restored copy: Newest = %d, want %d", e.Newest(), idle)
+	}
+	r.check(t, e, t0, 100)
+
+	// Close writes the newest down.
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g := mustOpen(t, cfg)
+	if g.Newest() != idle {
+		t.Fatalf("reopened: Newest = %d, want %d", g.Newest(), idle)
+	}
+	r.check(t, g, t0, 100)
+}

@@ -37,6 +37,7 @@ type batchStats struct {
 	points, snaps int64
 	first, newest int64 // first and newest Advance of the batch
 	purged        bool
+	compacted     bool // compaction dropped something
 }
 
 func newWriter(h *History) *writer {
@@ -48,6 +49,7 @@ func (w *writer) run() {
 	for {
 		ops, ok := w.take()
 		if !ok {
+			w.finish(nil, w.writeNewest())
 			return
 		}
 		if len(ops) == 0 {
@@ -132,6 +134,16 @@ func (w *writer) applyAll(ops []op) error {
 }
 
 func (w *writer) applyTx(ops []op) (err error) {
+	if newest, ok := onlyAdvances(ops); ok && w.h.start.Load() != 0 {
+		// Time passed and nothing was recorded: the file already holds
+		// every record up to the new newest, so nothing is written (an
+		// idle node would otherwise commit, and flush, at every tick).
+		// The file's newest catches up with the next batch that records
+		// something, or at Close; until then, after a crash, it is the
+		// older newest, which the replayed log advances again.
+		w.h.newest.Store(max(w.h.newest.Load(), newest))
+		return nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			w.series = map[string]*seriesState{}
@@ -161,6 +173,28 @@ func (w *writer) applyTx(ops []op) (err error) {
 		w.h.cache.clear()
 	}
 	return nil
+}
+
+// writeNewest writes the newest Advance to the file, where batches of
+// Advances alone left it behind, so that a node stopped cleanly answers for
+// every time up to it as soon as it starts again.
+func (w *writer) writeNewest() error {
+	if w.failed() || w.h.start.Load() == 0 {
+		return nil
+	}
+	st := batchStats{first: w.h.start.Load(), newest: w.h.newest.Load()}
+	return w.h.db.Update(func(tx *bolt.Tx) error { return writeStats(tx, &st) })
+}
+
+// onlyAdvances reports whether ops are all Advances, and the newest of them.
+func onlyAdvances(ops []op) (newest int64, ok bool) {
+	for _, o := range ops {
+		if o.kind != opAdvance {
+			return 0, false
+		}
+		newest = max(newest, o.ts)
+	}
+	return newest, true
 }
 
 // writeStats adds the batch's changes to the meta counters.
