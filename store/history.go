@@ -279,6 +279,30 @@ func (s *Store) stepLocked(now int64, events EventSink, ksink KeyspaceSink) {
 	}
 }
 
+// Due reports whether an Apply at now would do more than move the store's
+// time: expire a key or a bit, or record history (a changed key's count or
+// snapshot, or the present state of every key when recording starts). A
+// leader proposes a tick only while something is due, so a quiet store's
+// log stays still.
+func (s *Store) Due(now int64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.bitsBehind.Load() || s.mu.hist != nil && s.mu.rec.last == 0 {
+		return true
+	}
+	if h := s.mu.expiries; len(h) > 0 && h[0].at < now {
+		return true
+	}
+	if h := s.mu.bitHeap; len(h) > 0 && passed(h[0].at, unitsUp(now)) {
+		return true
+	}
+	last := s.mu.now - s.mu.now%HistoryTick
+	if s.mu.hist != nil {
+		last = s.mu.rec.last
+	}
+	return s.nextDue(last+HistoryTick) <= now
+}
+
 // nextDue returns the first boundary at or after b at which something is
 // to be done: a dirty key to record, a key or bit deadline passing, or a
 // snapshot of a changed key. Stale heap items make it stop early, which

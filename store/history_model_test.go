@@ -405,6 +405,8 @@ func (mt *histModelTest) apply(s *Store, cmds []Command, each bool) {
 
 func (mt *histModelTest) step(steps []weighted, ops *[]hmOp) {
 	mt.advance()
+	mt.checkDue(mt.s)
+	mt.checkDue(mt.plain)
 	var cmds []Command
 	*ops = (*ops)[:0]
 	for range mt.rnd.Intn(5) {
@@ -427,6 +429,53 @@ func (mt *histModelTest) step(steps []weighted, ops *[]hmOp) {
 	if mt.twin == nil && mt.now%HistoryTick != 0 && mt.rnd.Intn(150) == 0 {
 		mt.makeTwin()
 	}
+}
+
+// checkDue checks st.Due at now against what an empty batch at now does to
+// a copy of st: when nothing is due it changes no key and records nothing
+// but an Advance; and after it nothing is due at now, unless the expiry
+// budget ran out (a leader that proposes a tick while something is due
+// would otherwise tick for ever).
+func (mt *histModelTest) checkDue(st *Store) {
+	mt.t.Helper()
+	due := st.Due(mt.now)
+	var buf bytes.Buffer
+	if _, err := st.Snapshot().WriteTo(&buf); err != nil {
+		mt.t.Fatal(err)
+	}
+	cp, sink := New(), &recordingSink{}
+	if st.mu.hist != nil {
+		cp.SetHistory(sink, mt.v.cfg)
+	}
+	if err := cp.Restore(&buf); err != nil {
+		mt.t.Fatal(err)
+	}
+	before := keysDigest(cp)
+	cp.Apply(nil, mt.now, &Replies{})
+	after := keysDigest(cp)
+	if !due {
+		if before != after {
+			mt.fail("nothing due at %d, yet an empty batch changed the keys", mt.now)
+		}
+		for _, c := range sink.calls {
+			if c.kind != "advance" {
+				mt.fail("nothing due at %d, yet an empty batch recorded %+v", mt.now, c)
+			}
+		}
+		mt.stats["quiet"]++
+	} else {
+		mt.stats["due"]++
+	}
+	if cp.Due(mt.now) && !cp.BitsBehind() {
+		mt.fail("still due at %d after an empty batch then", mt.now)
+	}
+}
+
+// keysDigest is st's digest without its time.
+func keysDigest(st *Store) uint64 {
+	sn := st.Snapshot()
+	sn.now = 0
+	return sn.Digest()
 }
 
 // makeTwin restores a snapshot of s, taken between boundaries, into a
@@ -582,7 +631,7 @@ func (mt *histModelTest) finish() {
 	mt.stats["changes"] = mt.sink.changes
 	mt.t.Logf("calls checked: %v", mt.stats)
 	mt.sink.checkChanges(mt.t)
-	for _, k := range []string{"count", "bitmap", "changes", "purge", "twin"} {
+	for _, k := range []string{"count", "bitmap", "changes", "purge", "twin", "quiet", "due"} {
 		if mt.stats[k] == 0 {
 			mt.t.Errorf("no %s in the run: %v", k, mt.stats)
 		}

@@ -195,6 +195,9 @@ advance +200
 		t.Fatalf("history off keeps the state %+v", s.mu.rec)
 	}
 	s.SetHistory(sink, HistoryConfig{Interval: 200})
+	if !s.Due(testNow + 450) {
+		t.Fatal("recording turned on, but an empty batch is not due to record the keys")
+	}
 	s.Apply(nil, testNow+450, &Replies{})
 	checkCalls(t, sink, `
 count +400 3 b 3
