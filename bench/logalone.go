@@ -60,7 +60,7 @@ func measureLogAlone(spec logAloneSpec) (logAloneRate, error) {
 	if _, err := n.WaitLeader(ctx); err != nil {
 		return logAloneRate{}, err
 	}
-	if err := n.Barrier(ctx); err != nil {
+	if err := n.Tick(ctx); err != nil {
 		return logAloneRate{}, err
 	}
 	return applyFromWriters(n, spec)

@@ -411,10 +411,12 @@ func (b *batcher) respond(r *request, err error) {
 	r.done <- err
 }
 
-// tickLoop queues an empty batch every interval while this node leads, so
-// that time advances, and keys expire, at the same log position on every
-// replica even when no client writes; and at once when an entry left due
-// expiry work (a mass expiry, which the store spreads over entries).
+// tickLoop queues an empty batch every interval while this node leads and
+// the state machine has something due, so that time advances, and keys
+// expire, at the same log position on every replica even when no client
+// writes; and at once when an entry left due expiry work (a mass expiry,
+// which the store spreads over entries). While nothing is due it queues
+// none: a quiet node's log stays still, and writes nothing to disk.
 func (b *batcher) tickLoop(interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -423,6 +425,9 @@ func (b *batcher) tickLoop(interval time.Duration) {
 		case <-b.quit:
 			return
 		case <-t.C:
+			if !b.fsm.sm.Due(time.Now().UnixMilli()) {
+				continue
+			}
 		case <-b.fsm.behind:
 		}
 		if b.r.State() != raft.Leader || !b.tickQueued.CompareAndSwap(false, true) {

@@ -105,6 +105,13 @@ func (g guardedPeers) ReadIndex(ctx context.Context, addr string) (uint64, error
 	return g.inner.ReadIndex(ctx, addr)
 }
 
+func (g guardedPeers) Tick(ctx context.Context, addr string) (uint64, error) {
+	if err := g.check(addr); err != nil {
+		return 0, err
+	}
+	return g.inner.Tick(ctx, addr)
+}
+
 func (g guardedPeers) AddVoter(ctx context.Context, addr, id, raftAddr string) error {
 	if err := g.check(addr); err != nil {
 		return err

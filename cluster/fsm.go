@@ -39,6 +39,10 @@ type StateMachine interface {
 	// was already due for the next one: the leader then proposes a tick
 	// at once rather than at its interval.
 	BitsBehind() bool
+	// Due reports whether an empty Apply at now would do more than move
+	// the state's time (expire something, record history): the leader
+	// proposes a tick at its interval only then.
+	Due(now int64) bool
 }
 
 // Snapshot is a captured state of a StateMachine.

@@ -220,7 +220,7 @@ func (c *testCluster) heal() {
 func (c *testCluster) converge() {
 	c.t.Helper()
 	l := c.leader()
-	if err := l.node.Barrier(c.ctx); err != nil {
+	if err := l.node.Tick(c.ctx); err != nil {
 		c.t.Fatal(err)
 	}
 	for {
@@ -355,6 +355,14 @@ func (p testPeers) ReadIndex(ctx context.Context, addr string) (uint64, error) {
 		return 0, err
 	}
 	return n.ReadIndex(ctx)
+}
+
+func (p testPeers) Tick(_ context.Context, addr string) (uint64, error) {
+	n, err := p.to(addr)
+	if err != nil {
+		return 0, err
+	}
+	return n.TickLocal()
 }
 
 func (p testPeers) AddVoter(ctx context.Context, addr, id, raftAddr string) error {

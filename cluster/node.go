@@ -644,6 +644,51 @@ func (n *Node) ApplyLocal(cmds []store.Command, out *store.Replies) error {
 	return n.batch.apply(cmds, out)
 }
 
+// Tick commits an empty entry, which carries the leader's clock, and waits
+// until this node has applied it: the store's time then reaches the
+// leader's present, where a quiet leader, which proposes no ticks while
+// nothing is due (see StateMachine.Due), leaves it behind. A history query
+// of a recent time calls it. On a follower it asks the leader (RAFT TICK).
+// Errors are Apply's and ReadBarrier's.
+func (n *Node) Tick(ctx context.Context) error {
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.LeaderWait)
+	defer cancel()
+	return n.withLeader(ctx, func(addr string, self bool) error {
+		if self {
+			_, err := n.TickLocal()
+			return err
+		}
+		if n.peers == nil {
+			return ErrNotLeader
+		}
+		index, err := n.peers.Tick(ctx, addr)
+		if err != nil {
+			return err
+		}
+		if n.fsm.applied.wait(ctx, index) != nil {
+			return ErrBehind
+		}
+		return nil
+	})
+}
+
+// TickLocal is Tick without asking another node: on a node that does not
+// lead it fails with ErrNotLeader. It returns an index at or after the
+// entry's, which this node has applied.
+func (n *Node) TickLocal() (uint64, error) {
+	if n.closed.Load() {
+		return 0, ErrClosed
+	}
+	if n.raft.State() != raft.Leader {
+		return 0, ErrNotLeader
+	}
+	err := n.batch.apply(nil, new(store.Replies))
+	return n.fsm.applied.get(), err
+}
+
 // retryPause bounds how long a call that found no usable leader waits for
 // news of one before it tries again.
 const retryPause = 50 * time.Millisecond
@@ -967,15 +1012,12 @@ func (n *Node) WaitLeader(ctx context.Context) (string, error) {
 // WaitApplied waits until this node has applied an entry of commands or
 // a membership change at index or later. Raft's other entries (a new
 // leader's first, barriers) are not applied: waiting for one of their
-// indexes returns with the next entry of commands, a tick at the latest.
+// indexes returns with the next entry of commands. A new leader commits
+// one as soon as it leads (see becomeReady), and presenced proposes no
+// barriers: Tick commits an entry of no commands where a barrier would
+// be wanted.
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 	return n.fsm.applied.wait(ctx, index)
-}
-
-// Barrier waits, on the leader, until every entry of the log so far is
-// applied to the store; a leader that just started replays its log then.
-func (n *Node) Barrier(ctx context.Context) error {
-	return n.raftWait(ctx, func(timeout time.Duration) raft.Future { return n.raft.Barrier(timeout) })
 }
 
 // Snapshot takes a snapshot of the store now and compacts the log up to

@@ -429,12 +429,12 @@ func TestBadEntrySkipped(t *testing.T) {
 	if err := <-r.done; !errors.Is(err, ErrBadEntry) {
 		t.Fatalf("caller of a bad entry got %v", err)
 	}
-	c.converge()
-	// A new leader commits a tick, which moves the store's time: only
+	// A new leader commits an entry, which moves the store's time: only
 	// under the same leader must the digest be the same.
 	if l.st.Digest() != before && c.leader() == l && l.node.Stats().Term == term {
 		t.Error("a bad entry changed the store")
 	}
+	c.converge()
 }
 
 // gatedMachine holds the first Apply after it is armed until released, so
@@ -552,7 +552,7 @@ func waitReady(t testing.TB, n *Node) {
 	if _, err := n.WaitLeader(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Barrier(ctx); err != nil {
+	if err := n.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.ready.wait(ctx, n.raft.CurrentTerm()); err != nil {
@@ -584,6 +584,51 @@ func TestTickExpires(t *testing.T) {
 		applied := tn.node.Stats().AppliedIndex
 		if err := tn.node.WaitApplied(c.ctx, applied+1); err != nil {
 			t.Fatal("no tick expired the key:", err)
+		}
+	}
+}
+
+// TestQuietLeaderTicksWhenDue checks that a leader with nothing due
+// proposes no ticks, though many of its intervals pass, and proposes one
+// once a key's TTL passes: exactly one entry follows the writes, and it
+// expires the key.
+func TestQuietLeaderTicksWhenDue(t *testing.T) {
+	c := newTestCluster(t, 1, func(cfg *Config) { cfg.TickInterval = 2 * time.Millisecond })
+	tn := c.nodes[0]
+	var out store.Replies
+	cmds := []store.Command{cmd(0, "SET", "stays", "v"), cmd(0, "SET", "goes", "v", "PX", "100")}
+	if err := tn.node.Apply(cmds, &out); err != nil {
+		t.Fatal(err)
+	}
+	written := time.Now()
+	applied := tn.node.Stats().AppliedIndex
+	if err := tn.node.WaitApplied(c.ctx, applied+1); err != nil {
+		t.Fatal("no tick expired the key:", err)
+	}
+	if waited := time.Since(written); tn.st.Stats().ExpiredKeys != 1 || waited < 90*time.Millisecond {
+		t.Fatalf("the first entry after the writes, %v later, expired %d keys, want the key whose 100 ms passed",
+			waited, tn.st.Stats().ExpiredKeys)
+	}
+}
+
+// TestTick checks that Tick, on the leader and on a follower, moves the
+// node's time to the leader's present though the leader proposes no ticks
+// (its interval is an hour), and answers ErrNotLeader on a follower's
+// TickLocal.
+func TestTick(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	for _, tn := range c.nodes {
+		before := time.Now().UnixMilli()
+		if err := tn.node.Tick(c.ctx); err != nil {
+			t.Fatalf("%s: %v", tn.id, err)
+		}
+		if now := tn.st.Now(); now < before {
+			t.Fatalf("%s: time %d after Tick, before the call's %d", tn.id, now, before)
+		}
+		if !tn.node.IsLeader() {
+			if _, err := tn.node.TickLocal(); err != ErrNotLeader {
+				t.Fatalf("%s, a follower: TickLocal answered %v", tn.id, err)
+			}
 		}
 	}
 }
@@ -859,8 +904,6 @@ func TestSnapshotBySize(t *testing.T) {
 		cfg.SnapshotThreshold = 1 << 30
 		cfg.SnapshotInterval = 10 * time.Millisecond
 		cfg.TrailingLogs = 1
-		// Ticks keep entries coming, for the wait below to poll on.
-		cfg.TickInterval = 5 * time.Millisecond
 	})
 	n := c.leader().node
 	big := strings.Repeat("x", 8<<10)
@@ -872,7 +915,8 @@ func TestSnapshotBySize(t *testing.T) {
 	}
 	// 128 KiB of entries: a snapshot is due; wait for raft to take it.
 	for n.raft.Stats()["last_snapshot_index"] == "0" {
-		if err := n.fsm.applied.wait(c.ctx, n.fsm.applied.get()+1); err != nil {
+		// A tick a round: an entry to wait for, as the poll's pace.
+		if err := n.Tick(c.ctx); err != nil {
 			t.Fatal("no snapshot after 128 KiB of entries:", err)
 		}
 	}

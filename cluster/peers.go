@@ -24,6 +24,9 @@ type Peers interface {
 	Forward(ctx context.Context, addr string, cmds []store.Command, out *store.Replies) error
 	// ReadIndex returns the read index of the node at addr, which must lead.
 	ReadIndex(ctx context.Context, addr string) (uint64, error)
+	// Tick has the node at addr, which must lead, commit an empty entry
+	// and returns an index at or after it.
+	Tick(ctx context.Context, addr string) (uint64, error)
 	// AddVoter has the node at addr, which must lead, add a voter.
 	AddVoter(ctx context.Context, addr, id, raftAddr string) error
 	// RemoveServer has the node at addr, which must lead, remove a member.
@@ -339,9 +342,20 @@ func (p *RESPPeers) forwardBlock(ctx context.Context, key peerKey, fs []*forward
 
 // ReadIndex implements Peers with RAFT READINDEX.
 func (p *RESPPeers) ReadIndex(ctx context.Context, addr string) (uint64, error) {
+	return p.indexCall(ctx, addr, "READINDEX")
+}
+
+// Tick implements Peers with RAFT TICK.
+func (p *RESPPeers) Tick(ctx context.Context, addr string) (uint64, error) {
+	return p.indexCall(ctx, addr, "TICK")
+}
+
+// indexCall sends RAFT sub to the node at addr and returns the index it
+// replies.
+func (p *RESPPeers) indexCall(ctx context.Context, addr, sub string) (uint64, error) {
 	var index uint64
 	err := p.call(ctx, peerKey{addr: addr}, false, func(_ *peerConn, w *proto.Writer) int {
-		writeCommand(w, "RAFT", "READINDEX")
+		writeCommand(w, "RAFT", sub)
 		return 1
 	}, func(replies [][]byte) error {
 		r := replies[0]
@@ -350,7 +364,7 @@ func (p *RESPPeers) ReadIndex(ctx context.Context, addr string) (uint64, error) 
 		}
 		v, ok := proto.ParseInt(r[1 : len(r)-2])
 		if r[0] != ':' || !ok || v < 0 {
-			return fmt.Errorf("cluster: RAFT READINDEX replied %.64q", r)
+			return fmt.Errorf("cluster: RAFT %s replied %.64q", sub, r)
 		}
 		index = uint64(v)
 		return nil

@@ -908,6 +908,7 @@ var table = []*Spec{
 			{Name: "digest", Arity: 2, Flags: Loading | Stale, Summary: "Show the index of the latest entry this node applied and a checksum of its state after it"},
 			{Name: "snapshot", Arity: 2, Flags: Admin | NoScript, Summary: "Take a snapshot of this node's state now and compact its raft log"},
 			{Name: "readindex", Arity: 2, Flags: Loading | Stale | Fast, Summary: "Confirm leadership and return the index a linearizable read waits for"},
+			{Name: "tick", Arity: 2, Flags: Loading | Stale, Summary: "Commit an empty entry that carries the leader's clock and return an index at or after it"},
 			{Name: "relay", Arity: 5, Flags: PubSub | Loading | Stale | Fast, Summary: "Open a call of another member's relayed PUBLISH and SPUBLISH commands, which run while no later call of that member has opened", Syntax: "node-id incarnation sequence"},
 		}},
 	{Name: "history", Arity: -2, Group: "server", Since: "0.3.0",

@@ -67,7 +67,7 @@ func waitApplied(t *testing.T, srvs []*Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	l := clusterLeader(t, srvs)
-	if err := l.Node().Barrier(ctx); err != nil {
+	if err := l.Node().Tick(ctx); err != nil {
 		t.Fatal(err)
 	}
 	index, _ := l.Node().Digest()
@@ -79,8 +79,8 @@ func waitApplied(t *testing.T, srvs []*Server) {
 }
 
 // checkDigests fails the test unless every server's state digest is the
-// same at one applied index: ticks go on entering the log, so it takes
-// the digests again until all were taken at the same index.
+// same at one applied index: ticks may go on entering the log, so it
+// takes the digests again until all were taken at the same index.
 func checkDigests(t *testing.T, srvs []*Server) {
 	t.Helper()
 	waitApplied(t, srvs)

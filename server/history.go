@@ -126,14 +126,32 @@ func (c *client) historyCommand(spec *proto.Spec, args [][]byte, at *pastTime) {
 
 // syncHistory makes sure the history holds, for a query up to time t,
 // what this node applied up to now, with the read barrier of a live read
-// first; math.MaxInt64 stands for the present.
+// first; math.MaxInt64 stands for the present. A quiet leader proposes no
+// ticks, and the history's newest point moves only with the log's time:
+// when that is behind the boundary the query asks about, the leader is
+// asked for a tick.
 func (c *client) syncHistory(t int64) error {
 	if !c.readonly && !c.peer {
-		if err := c.s.node.ReadBarrier(context.Background()); err != nil {
+		ctx := context.Background()
+		if err := c.s.node.ReadBarrier(ctx); err != nil {
 			return err
+		}
+		if c.s.historyBehind(t) {
+			if err := c.s.node.Tick(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	return c.s.history.SyncFor(t)
+}
+
+// historyBehind reports whether a history query of time t needs the log's
+// time moved on: the history holds nothing after t, and the log's time is
+// before the boundary at or before t (or the present, if earlier).
+func (s *Server) historyBehind(t int64) bool {
+	b := min(t, time.Now().UnixMilli())
+	b -= b % store.HistoryTick
+	return t > s.history.Newest() && s.store.Now() < b
 }
 
 // readPast runs a read (or COPY) at the time of its AT or ATMS clause.

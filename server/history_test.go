@@ -493,3 +493,37 @@ func TestIsTimeWord(t *testing.T) {
 		check([]byte(w))
 	}
 }
+
+// TestHistoryOfAQuietLog checks that reads of the past answer for the
+// latest boundary on the leader and on a follower while the leader, with
+// nothing due, proposes no ticks: the read has it tick first.
+func TestHistoryOfAQuietLog(t *testing.T) {
+	srvs := startCluster(t, 2, withHistory)
+	l := clusterLeader(t, srvs)
+	w := dial(t, l.Addr())
+	w.expect(":0\r\n", "SETBIT", "a", "7", "1")
+	// Quiet once the count and the snapshot of the write are recorded.
+	deadline := time.Now().Add(10 * time.Second)
+	for backoff := time.Millisecond; l.store.Due(time.Now().UnixMilli()); backoff = min(2*backoff, 20*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the leader's store stays due")
+		}
+		<-time.After(backoff) // polling the node's progress
+	}
+	for _, s := range srvs {
+		c := dial(t, s.Addr())
+		before := l.Node().Stats().Entries
+		at := boundaryAfter(time.Now().UnixMilli(), 100) - 100
+		if at <= l.store.Now() {
+			at += 100 // the latest boundary, after the log's time
+			for time.Now().UnixMilli() < at {
+				<-time.After(time.Millisecond) // waiting for the boundary to pass
+			}
+		}
+		c.expect(":1\r\n", "BITCOUNT", "a", "ATMS", strconv.FormatInt(at, 10))
+		c.expect(":1\r\n", "GETBIT", "a", "7", "ATMS", strconv.FormatInt(at, 10))
+		if l.Node().Stats().Entries == before {
+			t.Fatalf("%s: a read at %d, after the log's time, proposed no entry", s.Node().Config().NodeID, at)
+		}
+	}
+}

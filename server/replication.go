@@ -98,6 +98,8 @@ func raftCommand(c *client, args [][]byte) {
 			"    after it, equal on nodes at the same index (reads a copy of the whole state).",
 			"SNAPSHOT", "    Take a snapshot of this node's state now and compact its raft log.",
 			"READINDEX", "    On the leader: confirm leadership, return the commit index.",
+			"TICK", "    On the leader: commit an empty entry that carries the leader's clock, return",
+			"    an index at or after it.",
 			"RELAY <node-id> <incarnation> <sequence>",
 			"    Open a call of another member's relayed PUBLISH and SPUBLISH commands, which",
 			"    deliver their messages while no later call of that member has opened.")
@@ -109,6 +111,13 @@ func raftCommand(c *client, args [][]byte) {
 		c.okOrError(node.Snapshot())
 	case "readindex":
 		index, err := node.ReadIndex(ctx)
+		if err != nil {
+			c.out.Error(replyError(err))
+			return
+		}
+		c.out.Int(int64(index))
+	case "tick":
+		index, err := node.TickLocal()
 		if err != nil {
 			c.out.Error(replyError(err))
 			return

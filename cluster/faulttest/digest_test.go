@@ -146,8 +146,8 @@ func (d *replicaDigests) disagreements() (wrong []string, compared int) {
 }
 
 // checkConverged samples the nodes' digests until all three reported the
-// same applied index (ticks advance the log all the time, so every reply
-// is kept), then checks that no two nodes ever reported different
+// same applied index (writes and ticks may advance the log meanwhile, so
+// every reply is kept), then checks that no two nodes ever reported different
 // digests at one index, during the faults or after.
 func checkConverged(t *testing.T, c *cluster, d *replicaDigests) {
 	err := poll(60*time.Second, func(ctx context.Context) bool {
