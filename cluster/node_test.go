@@ -597,10 +597,10 @@ func TestQuietLeaderTicksWhenDue(t *testing.T) {
 	tn := c.nodes[0]
 	var out store.Replies
 	cmds := []store.Command{cmd(0, "SET", "stays", "v"), cmd(0, "SET", "goes", "v", "PX", "100")}
+	written := time.Now() // at or before the entry's stamp
 	if err := tn.node.Apply(cmds, &out); err != nil {
 		t.Fatal(err)
 	}
-	written := time.Now()
 	applied := tn.node.Stats().AppliedIndex
 	if err := tn.node.WaitApplied(c.ctx, applied+1); err != nil {
 		t.Fatal("no tick expired the key:", err)
