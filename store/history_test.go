@@ -534,3 +534,49 @@ func TestBitChangesBounded(t *testing.T) {
 		t.Fatalf("10 changes after a snapshot: %d snapshots taken as changes, want 1", got)
 	}
 }
+
+// TestDue checks Due at the edges of each kind of work an empty batch
+// does: a key's deadline, a bit's (rounded up to the timer's 100 ms), a
+// changed key's count at the next boundary when history is on, and
+// nothing once that work is done.
+func TestDue(t *testing.T) {
+	s := New()
+	s.Apply(nil, testNow, &Replies{})
+	do(s, testNow+10, "SET k v PX 25")     // gone once the clock passes +35
+	do(s, testNow+10, "BITPSETEX b 150 3") // deadline +160, kept until +200
+	for _, c := range []struct {
+		at  int64
+		due bool
+	}{{testNow + 35, false}, {testNow + 36, true}} {
+		if got := s.Due(c.at); got != c.due {
+			t.Fatalf("key expiring at +35: Due(+%d) = %v", c.at-testNow, got)
+		}
+	}
+	s.Apply(nil, testNow+36, &Replies{})
+	for _, c := range []struct {
+		at  int64
+		due bool
+	}{{testNow + 36, false}, {testNow + 200, false}, {testNow + 201, true}} {
+		if got := s.Due(c.at); got != c.due {
+			t.Fatalf("bit expiring at +200: Due(+%d) = %v", c.at-testNow, got)
+		}
+	}
+	s.Apply(nil, testNow+201, &Replies{})
+	if got := do(s, testNow+201, "GETBIT b 3"); got != ":0\r\n" || s.Due(testNow+10_000) {
+		t.Fatalf("after the bit's tick: GETBIT %q, Due %v", got, s.Due(testNow+10_000))
+	}
+
+	h, _ := histStore(t, HistoryConfig{Interval: 1000})
+	do(h, testNow+10, "SETBIT k 1 1")
+	if h.Due(testNow+99) || !h.Due(testNow+100) {
+		t.Fatalf("a changed key: Due(+99) %v, Due(+100) %v; want its count due at +100", h.Due(testNow+99), h.Due(testNow+100))
+	}
+	h.Apply(nil, testNow+100, &Replies{})
+	if h.Due(testNow+999) || !h.Due(testNow+1000) {
+		t.Fatalf("a changed key: Due(+999) %v, Due(+1000) %v; want its snapshot due at +1000", h.Due(testNow+999), h.Due(testNow+1000))
+	}
+	h.Apply(nil, testNow+1000, &Replies{})
+	if h.Due(testNow + 3_600_000) {
+		t.Fatal("due with nothing left to record")
+	}
+}
