@@ -425,7 +425,8 @@ func (b *batcher) tickLoop(interval time.Duration) {
 		case <-b.quit:
 			return
 		case <-t.C:
-			if !b.fsm.sm.Due(time.Now().UnixMilli()) {
+			// A follower need not ask its store.
+			if b.r.State() != raft.Leader || !b.fsm.sm.Due(time.Now().UnixMilli()) {
 				continue
 			}
 		case <-b.fsm.behind:
