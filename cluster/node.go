@@ -677,7 +677,8 @@ func (n *Node) Tick(ctx context.Context) error {
 
 // TickLocal is Tick without asking another node: on a node that does not
 // lead it fails with ErrNotLeader. It returns an index at or after the
-// entry's, which this node has applied.
+// entry's: the commit index, since the applied index may not count the
+// entry yet when its caller is answered (see proposal.apply).
 func (n *Node) TickLocal() (uint64, error) {
 	if n.closed.Load() {
 		return 0, ErrClosed
@@ -686,7 +687,7 @@ func (n *Node) TickLocal() (uint64, error) {
 		return 0, ErrNotLeader
 	}
 	err := n.batch.apply(nil, new(store.Replies))
-	return n.fsm.applied.get(), err
+	return n.raft.CommitIndex(), err
 }
 
 // retryPause bounds how long a call that found no usable leader waits for
