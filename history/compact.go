@@ -60,8 +60,8 @@ func (w *writer) compactStep() {
 		if err := w.compactSnaps(tx.Bucket(bucketBitmaps).Bucket([]byte(series)), &st); err != nil {
 			return err
 		}
-		if !st.compacted {
-			return errNothingCompacted // nothing to commit, nor to flush
+		if st.points == 0 && st.snaps == 0 {
+			return errNothingCompacted // nothing dropped: nothing to commit, nor to flush
 		}
 		return writeStats(tx, &st)
 	})
@@ -110,7 +110,6 @@ func (w *writer) compactCounts(b *bolt.Bucket, st *batchStats) error {
 			return err
 		}
 	}
-	st.compacted = st.compacted || len(drop) > 0
 	return nil
 }
 
@@ -187,7 +186,6 @@ func (w *writer) compactSnaps(b *bolt.Bucket, st *batchStats) error {
 		}
 	}
 	st.snaps -= int64(len(drop))
-	st.compacted = st.compacted || len(drop) > 0
 	return nil
 }
 

@@ -37,7 +37,6 @@ type batchStats struct {
 	points, snaps int64
 	first, newest int64 // first and newest Advance of the batch
 	purged        bool
-	compacted     bool // compaction dropped something
 }
 
 func newWriter(h *History) *writer {
