@@ -213,12 +213,28 @@ func TestClusterOfThreeNodes(t *testing.T) {
 	l := clusterLeader(t, srvs)
 	checkClusterView(t, srvs, l)
 	// redis-cli's check of a Redis Cluster finds one master, with two
-	// replicas, covering every slot.
-	out, err := osexec.Command(requireTool(t, "redis-cli"), "--cluster", "check", clusterFollowers(srvs, l)[0].Addr()).CombinedOutput()
-	for _, want := range []string{"16384 slots | 2 slaves.", "[OK] All nodes agree about slots configuration.", "[OK] All 16384 slots covered."} {
-		if err != nil || !strings.Contains(string(out), want) {
-			t.Errorf("redis-cli --cluster check does not say %q: %v\n%s", want, err, out)
+	// replicas, covering every slot. A member that does not answer a
+	// node's question within its bound (a second, which a loaded machine
+	// can exceed) shows as failing in that node's view: the check is
+	// asked again a few times before its answer counts.
+	wants := []string{"16384 slots | 2 slaves.", "[OK] All nodes agree about slots configuration.", "[OK] All 16384 slots covered."}
+	var missing []string
+	var out []byte
+	var err error
+	for range 3 {
+		out, err = osexec.Command(requireTool(t, "redis-cli"), "--cluster", "check", clusterFollowers(srvs, l)[0].Addr()).CombinedOutput()
+		missing = missing[:0]
+		for _, want := range wants {
+			if err != nil || !strings.Contains(string(out), want) {
+				missing = append(missing, want)
+			}
 		}
+		if len(missing) == 0 {
+			break
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("redis-cli --cluster check does not say %q: %v\n%s", missing, err, out)
 	}
 
 	for _, s := range srvs {
