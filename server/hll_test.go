@@ -45,6 +45,10 @@ func TestHyperLogLogGrowthMatchesRedis(t *testing.T) {
 	}
 }
 
+// pfSelfTestTimeout bounds a PFSELFTEST's reply: seconds under the race
+// detector, more on a loaded machine.
+const pfSelfTestTimeout = 5 * time.Minute
+
 // TestPFSelfTestMatchesRedis runs PFSELFTEST on presenced and on
 // redis-server: both pass Redis's checks. It has a test of its own, out
 // of the differential scripts, for the time it takes under the race
@@ -54,7 +58,7 @@ func TestPFSelfTestMatchesRedis(t *testing.T) {
 	ctx := context.Background()
 	var replies []string
 	for _, addr := range []string{startServer(t).Addr(), redisserver.StartForTest(t, redisserver.Options{}).Addr()} {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 5 * time.Minute, MaxRetries: -1})
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: pfSelfTestTimeout, MaxRetries: -1})
 		t.Cleanup(func() { rdb.Close() })
 		reply, err := rdb.Do(ctx, "PFSELFTEST").Text()
 		if err != nil {

@@ -135,7 +135,8 @@ const IOTimeout = 10 * time.Second
 // Conn is a client connection that speaks raw RESP: it sends commands or
 // arbitrary bytes and returns replies as the bytes the server sent, so
 // that callers can compare them exactly. Every Read, Write, ReadReply and
-// Do must finish within IOTimeout. A Conn is not safe for concurrent use.
+// Do must finish within IOTimeout, or the bound SetTimeout set. A Conn is
+// not safe for concurrent use.
 type Conn struct {
 	nc      net.Conn
 	r       *bufio.Reader
@@ -164,6 +165,11 @@ func DialUnix(path string) (*Conn, error) {
 func newConn(nc net.Conn, timeout time.Duration) *Conn {
 	return &Conn{nc: nc, r: bufio.NewReader(nc), timeout: timeout}
 }
+
+// SetTimeout makes d the bound of each later Read, Write, ReadReply and
+// Do, for a caller that runs commands known to be slow (IOTimeout is the
+// bound until then).
+func (c *Conn) SetTimeout(d time.Duration) { c.timeout = d }
 
 // NetConn returns the underlying network connection, for its addresses.
 // Reading from it directly skips bytes that Conn has buffered.
