@@ -1116,7 +1116,8 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 // node's, so no committed write is lost, then has it stand for election
 // at once rather than after its election timeout: writes wait for the
 // hand-over, a few round trips, not for a failover. Meanwhile this node
-// refuses writes with ErrNotLeader, which followers retry. Errors:
+// refuses writes with ErrNotLeader, which followers retry. A transfer
+// already under way is waited out before this one is asked. Errors:
 // ErrNotLeader on a node that does not lead, ErrAlone when no other voter
 // exists, a member error when id is not another voter, raft's error when
 // the target did not take over within the election timeout (this node
@@ -1147,6 +1148,32 @@ func (n *Node) Handover(ctx context.Context, id string) error {
 	case id != "" && target == nil:
 		return memberError("node %s is not another voter", id)
 	}
+	for {
+		err := n.transfer(ctx, target)
+		if !errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			return err
+		}
+		// Another transfer is under way, or raft has not yet cleared its
+		// note of one that ended: a moment after answering a transfer, so
+		// a node that hands over and soon leads again may still hold it.
+		select {
+		case <-time.After(transferRetry):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !n.IsLeader() {
+			return ErrNotLeader
+		}
+	}
+}
+
+// transferRetry is how long Handover waits before it asks raft again
+// when raft refused with a transfer in progress.
+const transferRetry = 5 * time.Millisecond
+
+// transfer asks raft to hand the leadership to target, or, when it is
+// nil, to the voter furthest ahead, and waits for the answer.
+func (n *Node) transfer(ctx context.Context, target *Member) error {
 	var f raft.Future
 	if target == nil {
 		f = n.raft.LeadershipTransfer()

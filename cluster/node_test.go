@@ -172,16 +172,22 @@ func TestLeaderFailover(t *testing.T) {
 	}
 }
 
+// newStillCluster starts three nodes that wait an hour before they stand
+// for election on their own: only a hand-over makes another node lead.
+func newStillCluster(t *testing.T) *testCluster {
+	return newTestCluster(t, 3, func(cfg *Config) {
+		cfg.HeartbeatTimeout = time.Hour
+		cfg.ElectionTimeout = time.Hour
+		cfg.LeaderLeaseTimeout = time.Hour / 2 // shorter: see standNow
+	})
+}
+
 // TestHandover hands the leadership over in a cluster whose nodes wait an
 // hour before they stand for election on their own: only the hand-over
 // can make another node lead, and it does so at once, with every
 // acknowledged write kept.
 func TestHandover(t *testing.T) {
-	c := newTestCluster(t, 3, func(cfg *Config) {
-		cfg.HeartbeatTimeout = time.Hour
-		cfg.ElectionTimeout = time.Hour
-		cfg.LeaderLeaseTimeout = time.Hour / 2 // shorter: see standNow
-	})
+	c := newStillCluster(t)
 	old := c.leader()
 	var followers []*testNode
 	for _, tn := range c.nodes {
@@ -236,6 +242,29 @@ func TestHandover(t *testing.T) {
 		if got := read(tn.st, cmd(0, "GET", "handed"))[0]; got != "$1\r\n2\r\n" {
 			t.Errorf("%s: GET handed = %q, want 2", tn.id, got)
 		}
+	}
+}
+
+// TestHandoverBackAndForth hands the leadership back and forth between
+// two nodes, each hand-over asked as soon as the one before returned:
+// raft clears a leader's note of its last transfer a moment after the
+// transfer's answer, so a node that leads again at once may still hold
+// it, and the hand-over must wait it out rather than fail.
+func TestHandoverBackAndForth(t *testing.T) {
+	c := newStillCluster(t)
+	a := c.leader()
+	b := c.nodes[0]
+	if b == a {
+		b = c.nodes[1]
+	}
+	for i := range 20 {
+		if err := a.node.Handover(c.ctx, b.id); err != nil {
+			t.Fatalf("hand-over %d, %s to %s: %v", i, a.id, b.id, err)
+		}
+		if l := c.leader(); l != b {
+			t.Fatalf("hand-over %d: %s leads, not %s", i, l.id, b.id)
+		}
+		a, b = b, a
 	}
 }
 
