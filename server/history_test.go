@@ -502,9 +502,13 @@ func TestHistoryOfAQuietLog(t *testing.T) {
 	l := clusterLeader(t, srvs)
 	w := dial(t, l.Addr())
 	w.expect(":0\r\n", "SETBIT", "a", "7", "1")
-	// Quiet once the count and the snapshot of the write are recorded.
+	// Quiet once the count and the snapshot of the write are recorded: the
+	// snapshot comes at the first interval boundary after the write's
+	// count, and the store is not due before it.
+	snapshot := boundaryAfter(time.Now().UnixMilli(), historyInterval.Milliseconds())
 	deadline := time.Now().Add(10 * time.Second)
-	for backoff := time.Millisecond; l.store.Due(time.Now().UnixMilli()); backoff = min(2*backoff, 20*time.Millisecond) {
+	quiet := func() bool { now := time.Now().UnixMilli(); return now >= snapshot && !l.store.Due(now) }
+	for backoff := time.Millisecond; !quiet(); backoff = min(2*backoff, 20*time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the leader's store stays due")
 		}
