@@ -298,7 +298,7 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
 	if !n.cfg.AppendOnly {
 		mem := raft.NewInmemStore()
-		n.logWrites = &timedLogs{LogStore: mem, written: n.cfg.LogWritten}
+		n.logWrites = &timedLogs{LogStore: memLogs{mem}, written: n.cfg.LogWritten}
 		return n.logWrites, mem, newMemSnapshots(), nil
 	}
 	if err := os.MkdirAll(n.cfg.Dir, 0o755); err != nil {
