@@ -8,8 +8,9 @@ import "github.com/hashicorp/raft"
 // its proposal, with the future's error channel and response; InmemStore
 // keeps the pointers it is given, so it would keep every future for as
 // long as it holds the entry, some 300 bytes more an entry than its copy
-// (three times the entry's own bytes for a few single SETBITs), all of it
-// for the collector to walk.
+// (twice the entry's own bytes for a few single SETBITs), all of it for
+// the collector to walk. The copies of one call share an allocation,
+// freed once the log has dropped all of them (it drops the oldest first).
 type memLogs struct{ *raft.InmemStore }
 
 // StoreLog implements raft.LogStore.
