@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,7 +155,7 @@ func (g guardedPeers) Info(ctx context.Context, addr string) (map[string]string,
 	return g.inner.Info(ctx, addr)
 }
 
-func (g guardedPeers) Relay(ctx context.Context, addr string, cmds []byte, n int) error {
+func (g guardedPeers) Relay(ctx context.Context, addr string, cmds net.Buffers, n int) error {
 	if err := g.check(addr); err != nil {
 		return err
 	}

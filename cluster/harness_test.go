@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -300,12 +301,12 @@ func (p testPeers) member(addr string) (*testNode, error) {
 
 // Relay records the commands of a relay call, the n commands of cmds but
 // the RAFT RELAY that opens them, as heard by the node at addr.
-func (p testPeers) Relay(_ context.Context, addr string, cmds []byte, n int) error {
+func (p testPeers) Relay(_ context.Context, addr string, cmds net.Buffers, n int) error {
 	tn, err := p.member(addr)
 	if err != nil {
 		return err
 	}
-	heard, err := parseCommands(cmds)
+	heard, err := parseCommands(bytes.Join(cmds, nil))
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,10 +43,11 @@ type Peers interface {
 	Members(ctx context.Context, addr string) ([]Member, error)
 	// Info returns the fields of the RAFT INFO of the node at addr.
 	Info(ctx context.Context, addr string) (map[string]string, error)
-	// Relay runs the n commands of cmds, encoded in RESP, in order on the
-	// node at addr as a peer's commands, and fails with the first error
-	// reply.
-	Relay(ctx context.Context, addr string, cmds []byte, n int) error
+	// Relay runs the n commands of cmds, encoded in RESP one after the
+	// other across its buffers, in order on the node at addr as a peer's
+	// commands, and fails with the first error reply. It may consume cmds
+	// (as cmds.WriteTo does), but not change the bytes it holds.
+	Relay(ctx context.Context, addr string, cmds net.Buffers, n int) error
 }
 
 // peerTimeout bounds a call to a peer whose context has no deadline.
@@ -461,19 +463,28 @@ func (p *RESPPeers) Handover(ctx context.Context, addr, to string) error {
 	return err
 }
 
-// Relay implements Peers.
-func (p *RESPPeers) Relay(ctx context.Context, addr string, cmds []byte, n int) error {
-	return p.call(ctx, peerKey{addr: addr}, true, func(_ *peerConn, w *proto.Writer) int {
-		w.Raw(cmds)
-		return n
-	}, func(replies [][]byte) error {
-		for _, r := range replies {
-			if r[0] == '-' {
-				return remoteError(r)
-			}
-		}
-		return nil
-	})
+// Relay implements Peers. It writes cmds as they are, in one system
+// call, and reads the replies as they come, keeping none but the first
+// error.
+func (p *RESPPeers) Relay(ctx context.Context, addr string, cmds net.Buffers, n int) error {
+	key := peerKey{addr: addr}
+	c, done, err := p.open(ctx, key, true)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := cmds.WriteTo(c.nc); err != nil {
+		return c.fail(key, err)
+	}
+	first, err := c.firstError(n)
+	if err != nil {
+		return c.fail(key, err)
+	}
+	p.keep(key, c)
+	if first != nil {
+		return remoteError(first)
+	}
+	return nil
 }
 
 // simple sends one command whose success reply is +OK.
@@ -498,6 +509,27 @@ func (p *RESPPeers) simple(ctx context.Context, addr string, args ...string) err
 // it, a cancelled call runs to ctx's deadline and keeps its connection,
 // as the term queries do that a read index no longer waits for.
 func (p *RESPPeers) call(ctx context.Context, key peerKey, cut bool, encode func(*peerConn, *proto.Writer) int, decode func([][]byte) error) error {
+	c, done, err := p.open(ctx, key, cut)
+	if err != nil {
+		return err
+	}
+	defer done()
+	c.req.Reset()
+	n := encode(c, &c.req)
+	replies, err := c.write(c.req.B, n)
+	if err != nil {
+		return c.fail(key, err)
+	}
+	err = decode(replies)
+	p.keep(key, c)
+	return err
+}
+
+// open returns a connection of key for a call, with ctx's deadline (or
+// peerTimeout) set on it, and what the caller must call once the call is
+// over; with cut, as for call, ctx's cancellation closes the connection.
+// An error wraps errNotSent.
+func (p *RESPPeers) open(ctx context.Context, key peerKey, cut bool) (c *peerConn, done func(), err error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(peerTimeout)
@@ -506,31 +538,32 @@ func (p *RESPPeers) call(ctx context.Context, key peerKey, cut bool, encode func
 	if cut {
 		dialCtx = ctx
 	}
-	c, err := p.get(dialCtx, key, deadline)
+	c, err = p.get(dialCtx, key, deadline)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errNotSent, err)
+		return nil, nil, fmt.Errorf("%w: %v", errNotSent, err)
 	}
-	if cut {
-		stop := context.AfterFunc(ctx, func() { c.nc.Close() })
-		defer func() {
-			if !stop() {
-				c.nc.Close() // pooled already, or about to be: get finds it dead
-			}
-		}()
-	}
-	c.req.Reset()
-	n := encode(c, &c.req)
 	c.nc.SetDeadline(deadline)
-	if _, err := c.nc.Write(c.req.B); err != nil {
-		c.nc.Close()
-		return fmt.Errorf("%w: forwarding to %s: %v", ErrUnknownOutcome, key.addr, err)
+	if !cut {
+		return c, func() {}, nil
 	}
-	replies, err := c.read(n)
-	if err != nil {
-		c.nc.Close()
-		return fmt.Errorf("%w: forwarding to %s: %v", ErrUnknownOutcome, key.addr, err)
-	}
-	err = decode(replies)
+	stop := context.AfterFunc(ctx, func() { c.nc.Close() })
+	return c, func() {
+		if !stop() {
+			c.nc.Close() // pooled already, or about to be: get finds it dead
+		}
+	}, nil
+}
+
+// fail closes c after a request to key whose replies did not all arrive
+// and returns the error to report for it.
+func (c *peerConn) fail(key peerKey, err error) error {
+	c.nc.Close()
+	return fmt.Errorf("%w: forwarding to %s: %v", ErrUnknownOutcome, key.addr, err)
+}
+
+// keep empties c's buffers, letting big ones go, and keeps c for the next
+// call on a connection of key.
+func (p *RESPPeers) keep(key peerKey, c *peerConn) {
 	c.buf = c.buf[:0]
 	if cap(c.buf) > maxKeptPeerBuf {
 		c.buf = nil
@@ -539,7 +572,6 @@ func (p *RESPPeers) call(ctx context.Context, key peerKey, cut bool, encode func
 		c.req.B = nil
 	}
 	p.put(key, c)
-	return err
 }
 
 // maxKeptPeerBuf bounds the request and reply buffers an idle peer
@@ -636,17 +668,54 @@ const peerReadChunk = 16 << 10
 
 // read reads n complete replies; they stay valid until c.buf is reset.
 func (c *peerConn) read(n int) ([][]byte, error) {
-	var ends []int
-	start := 0
-	for len(ends) < n {
-		m, err := proto.ReplyLen(c.buf[start:])
+	replies := make([][]byte, 0, n)
+	end := 0
+	for len(replies) < n {
+		start, next, err := c.next(end, false)
 		if err != nil {
 			return nil, err
 		}
+		replies = append(replies, c.buf[start:next])
+		end = next
+	}
+	return replies, nil
+}
+
+// firstError reads n complete replies and returns a copy of the first
+// that is an error, or nil. It keeps none of them: the replies to a long
+// relay call take no more room than a read.
+func (c *peerConn) firstError(n int) ([]byte, error) {
+	var first []byte
+	end := 0
+	for range n {
+		start, next, err := c.next(end, true)
+		if err != nil {
+			return nil, err
+		}
+		if c.buf[start] == '-' && first == nil {
+			first = bytes.Clone(c.buf[start:next])
+		}
+		end = next
+	}
+	return first, nil
+}
+
+// next returns where the complete reply that begins at offset from of
+// c.buf starts and ends, reading more into c.buf as needed. With drop,
+// the bytes before from may be dropped to make room, which moves the
+// reply to the start of c.buf.
+func (c *peerConn) next(from int, drop bool) (start, end int, err error) {
+	for {
+		m, err := proto.ReplyLen(c.buf[from:])
+		if err != nil {
+			return 0, 0, err
+		}
 		if m > 0 {
-			start += m
-			ends = append(ends, start)
-			continue
+			return from, from + m, nil
+		}
+		if drop && from > 0 {
+			c.buf = c.buf[:copy(c.buf, c.buf[from:])]
+			from = 0
 		}
 		if cap(c.buf)-len(c.buf) < peerReadChunk {
 			grown := make([]byte, len(c.buf), 2*cap(c.buf)+peerReadChunk)
@@ -655,17 +724,10 @@ func (c *peerConn) read(n int) ([][]byte, error) {
 		}
 		k, err := c.r.Read(c.buf[len(c.buf):cap(c.buf)])
 		if k == 0 && err != nil {
-			return nil, err
+			return 0, 0, err
 		}
 		c.buf = c.buf[:len(c.buf)+k]
 	}
-	replies := make([][]byte, n)
-	from := 0
-	for i, end := range ends {
-		replies[i] = c.buf[from:end]
-		from = end
-	}
-	return replies, nil
 }
 
 // arrayElements splits an array reply into its elements.

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -74,12 +76,69 @@ func (r *relayer) close() {
 	r.wg.Wait()
 }
 
-// relayQueue holds the commands waiting for one member, encoded in RESP.
+// relayChunk is the size of the blocks a relay queue keeps its commands
+// in: a command is encoded once into its block, which a call then writes
+// to the member as it is (see Peers.Relay), so that the commands are
+// neither moved as the queue grows nor copied into a call.
+const relayChunk = 64 << 10
+
+// relayCallBytes bounds the commands of one call (a command longer than
+// that has a call of its own): the member's replies to a call, which
+// the relayer reads once the call is written, stay within what the
+// connection's buffers hold.
+const relayCallBytes = 1 << 20
+
+// relayQueue holds the commands waiting for one member, encoded in RESP
+// in blocks of relayChunk bytes (a longer command has a block of its own).
 type relayQueue struct {
-	buf   []byte
-	n     int    // commands in buf
-	spare []byte // the buffer of the call before, for buf to reuse
-	call  []byte // the buffer of a call: RAFT RELAY, then the commands
+	chunks [][]byte
+	size   int      // bytes in chunks
+	n      []int    // commands in each chunk
+	spare  [][]byte // emptied blocks, for the queue to reuse
+}
+
+// room returns a block of q with room for size more bytes at its end,
+// starting one when the last has not.
+func (q *relayQueue) room(size int) *[]byte {
+	if last := len(q.chunks) - 1; last >= 0 && cap(q.chunks[last])-len(q.chunks[last]) >= size {
+		return &q.chunks[last]
+	}
+	var chunk []byte
+	if k := len(q.spare) - 1; k >= 0 && size <= relayChunk {
+		chunk, q.spare = q.spare[k], q.spare[:k]
+	} else {
+		chunk = make([]byte, 0, max(size, relayChunk))
+	}
+	q.chunks = append(q.chunks, chunk)
+	q.n = append(q.n, 0)
+	return &q.chunks[len(q.chunks)-1]
+}
+
+// take removes the blocks of the next call from q, at most
+// relayCallBytes of commands unless the first block alone is longer, and
+// returns them with their count of commands.
+func (q *relayQueue) take() (chunks [][]byte, n int) {
+	k, size := 0, 0
+	for k < len(q.chunks) && (k == 0 || size+len(q.chunks[k]) <= relayCallBytes) {
+		size += len(q.chunks[k])
+		n += q.n[k]
+		k++
+	}
+	chunks = slices.Clone(q.chunks[:k])
+	q.chunks = append(q.chunks[:0], q.chunks[k:]...)
+	q.n = append(q.n[:0], q.n[k:]...)
+	q.size -= size
+	return chunks, n
+}
+
+// recycle keeps the blocks of a call that returned for q to reuse, as
+// many as a call takes.
+func (q *relayQueue) recycle(chunks [][]byte) {
+	for _, c := range chunks {
+		if cap(c) == relayChunk && len(q.spare) < relayCallBytes/relayChunk {
+			q.spare = append(q.spare, c[:0])
+		}
+	}
 }
 
 // relay queues the command of arguments args for the members at addrs.
@@ -99,22 +158,24 @@ func (r *relayer) relay(addrs []string, args [][]byte) {
 			r.wg.Add(1)
 			go r.send(addr, q)
 		}
-		if len(q.buf)+size > r.limit {
+		if q.size+size > r.limit {
 			r.dropped.Add(1)
 			continue
 		}
+		chunk := q.room(size)
 		if cmd == nil {
-			w := proto.Writer{B: q.buf}
+			w := proto.Writer{B: *chunk}
 			w.Array(len(args))
 			for _, a := range args {
 				w.Bulk(a)
 			}
-			cmd = w.B[len(q.buf):]
-			q.buf = w.B
+			cmd = w.B[len(*chunk):]
+			*chunk = w.B
 		} else {
-			q.buf = append(q.buf, cmd...)
+			*chunk = append(*chunk, cmd...)
 		}
-		q.n++
+		q.size += size
+		q.n[len(q.n)-1]++
 	}
 }
 
@@ -122,32 +183,29 @@ func (r *relayer) relay(addrs []string, args [][]byte) {
 // forgets q; the next command for addr starts a new queue and goroutine.
 func (r *relayer) send(addr string, q *relayQueue) {
 	defer r.wg.Done()
+	var header []byte
 	for {
 		r.mu.Lock()
-		cmds, n := q.buf, q.n
-		if n == 0 || r.closed {
+		if q.size == 0 || r.closed {
 			delete(r.queues, addr)
 			r.mu.Unlock()
 			return
 		}
-		q.buf, q.n, q.spare = q.spare[:0], 0, nil
+		chunks, n := q.take()
 		r.seq++
-		w := proto.Writer{B: q.call[:0]}
+		w := proto.Writer{B: header[:0]}
 		w.Array(len(r.prefix) + 1)
 		for _, a := range r.prefix {
 			w.Bulk(a)
 		}
 		w.Bulk(strconv.AppendUint(nil, r.seq, 10))
-		call := append(w.B, cmds...)
+		header = w.B
 		r.mu.Unlock()
 		ctx, cancel := context.WithTimeout(r.ctx, relayTimeout)
-		err := r.peers.Relay(ctx, addr, call, n+1)
+		err := r.peers.Relay(ctx, addr, append(net.Buffers{header}, chunks...), n+1)
 		cancel()
-		if cap(call) > maxKeptPeerBuf {
-			call = nil
-		}
 		r.mu.Lock()
-		q.spare, q.call = cmds, call
+		q.recycle(chunks)
 		r.noteOutcome(addr, n, err)
 		r.mu.Unlock()
 	}

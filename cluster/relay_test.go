@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strconv"
@@ -97,7 +98,7 @@ type switchPeers struct {
 	fail atomic.Bool
 }
 
-func (p *switchPeers) Relay(context.Context, string, []byte, int) error {
+func (p *switchPeers) Relay(context.Context, string, net.Buffers, int) error {
 	if p.fail.Load() {
 		return errors.New("member unreachable")
 	}
@@ -150,9 +151,9 @@ type heldPeers struct {
 	calls [][]string
 }
 
-func (p *heldPeers) Relay(_ context.Context, _ string, cmds []byte, _ int) error {
+func (p *heldPeers) Relay(_ context.Context, _ string, cmds net.Buffers, _ int) error {
 	<-p.hold
-	call, err := parseCommands(cmds)
+	call, err := parseCommands(bytes.Join(cmds, nil))
 	if err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func TestRelayQueueBoundDropsAndBatches(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r.mu.Lock()
-		taken := r.queues["a"].n == 0
+		taken := r.queues["a"].size == 0
 		r.mu.Unlock()
 		if taken {
 			break
@@ -271,10 +272,10 @@ type recordingPeers struct {
 	calls [][]byte
 }
 
-func (p *recordingPeers) Relay(_ context.Context, _ string, cmds []byte, _ int) error {
+func (p *recordingPeers) Relay(_ context.Context, _ string, cmds net.Buffers, _ int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calls = append(p.calls, slices.Clone(cmds))
+	p.calls = append(p.calls, bytes.Join(cmds, nil))
 	return nil
 }
 
@@ -318,5 +319,159 @@ func TestRelayNumbersCalls(t *testing.T) {
 	second, err2 := strconv.ParseInt(string(later.prefix[3]), 10, 64)
 	if err1 != nil || err2 != nil || second <= first {
 		t.Fatalf("incarnations %q, then %q: a later one must be greater", inc, later.prefix[3])
+	}
+}
+
+// TestRelayQueueKeepsOrderInBoundedCalls queues commands of many sizes,
+// some longer than a block, while a call is held, and checks them against
+// the simple model of one list: every command reaches the member once and
+// in order, and each call carries at most relayCallBytes of commands
+// unless it carries one command alone, with the count it says.
+func TestRelayQueueKeepsOrderInBoundedCalls(t *testing.T) {
+	p := &countingPeers{heldPeers: heldPeers{hold: make(chan struct{})}}
+	release := sync.OnceFunc(func() { close(p.hold) })
+	r := newRelayer(p, "n1", maxRelayBytes, hclog.NewNullLogger())
+	defer r.close()
+	defer release()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var want []string
+	for i := range 3000 {
+		size := rng.IntN(2000)
+		if i%500 == 7 {
+			size = relayChunk + rng.IntN(3*relayChunk) // a block of its own
+		}
+		msg := fmt.Appendf(nil, "m%d-", i)
+		msg = append(msg, bytes.Repeat([]byte{'x'}, size)...)
+		r.relay([]string{"a"}, [][]byte{[]byte("PUBLISH"), msg})
+		want = append(want, "PUBLISH "+string(msg))
+	}
+	release()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.relayed.Load() != uint64(len(want)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("relayed %d commands, want %d", r.relayed.Load(), len(want))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if got := slices.Concat(p.calls...); !slices.Equal(got, want) {
+		t.Fatalf("relayed %d commands, want the %d queued, in order", len(got), len(want))
+	}
+	if len(p.calls) < 3 {
+		t.Fatalf("%d calls: the queue was not split into bounded calls", len(p.calls))
+	}
+	for i, call := range p.calls {
+		if p.sizes[i] > relayCallBytes && len(call) > 1 {
+			t.Fatalf("call %d carries %d bytes of %d commands, more than %d", i, p.sizes[i], len(call), relayCallBytes)
+		}
+		if p.counts[i] != len(call)+1 {
+			t.Fatalf("call %d says %d replies for RAFT RELAY and %d commands", i, p.counts[i], len(call))
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if q := r.queues["a"]; q != nil && q.size != 0 {
+		t.Fatalf("%d bytes still queued", q.size)
+	}
+}
+
+// countingPeers is heldPeers that also keeps the bytes of each call's
+// commands and the replies it expects.
+type countingPeers struct {
+	heldPeers
+	sizes, counts []int
+}
+
+func (p *countingPeers) Relay(ctx context.Context, addr string, cmds net.Buffers, n int) error {
+	size := len(bytes.Join(cmds[1:], nil)) // but the RAFT RELAY that opens the call
+	if err := p.heldPeers.Relay(ctx, addr, cmds, n); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sizes, p.counts = append(p.sizes, size), append(p.counts, n)
+	return nil
+}
+
+// TestRESPPeersRelayReadsRepliesInPieces relays to a member on loopback
+// that answers in small writes splitting replies, one of them an error:
+// Relay must read every reply, report the first error, and keep the
+// connection for the next call.
+func TestRESPPeersRelayReadsRepliesInPieces(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const n = 50000
+	accepted := make(chan struct{}, 4)
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			go answerRelays(nc, n)
+		}
+	}()
+	peers := NewRESPPeers(nil, nil)
+	defer peers.Close()
+	call := func() error {
+		cmds := net.Buffers{[]byte("*1\r\n$4\r\nPING\r\n"), bytes.Repeat([]byte("*1\r\n$4\r\nPING\r\n"), n-1)}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return peers.Relay(ctx, ln.Addr().String(), cmds, n)
+	}
+	for i := range 2 {
+		err := call()
+		var re *RemoteError
+		if !errors.As(err, &re) || re.Reply != "ERR first" {
+			t.Fatalf("call %d: %v, want the first error reply, ERR first", i, err)
+		}
+	}
+	if len(accepted) != 1 {
+		t.Fatalf("%d connections for two calls, want one kept", len(accepted))
+	}
+}
+
+// answerRelays answers each call of n commands on nc with n replies, two
+// of them errors, written a few bytes at a time.
+func answerRelays(nc net.Conn, n int) {
+	defer nc.Close()
+	var parser proto.Parser
+	var in []byte
+	buf := make([]byte, 64<<10)
+	for answered := 0; ; {
+		k, err := nc.Read(buf)
+		if err != nil {
+			return
+		}
+		in = append(in, buf[:k]...)
+		var out []byte
+		for {
+			_, m, err := parser.Parse(in, proto.Limits{MaxBulkLen: 1 << 20})
+			if err != nil || m == 0 {
+				break
+			}
+			in = in[m:]
+			switch answered % n {
+			case n / 3:
+				out = append(out, "-ERR first\r\n"...)
+			case n / 2:
+				out = append(out, "-ERR second\r\n"...)
+			default:
+				out = append(out, ":1\r\n"...)
+			}
+			answered++
+		}
+		for len(out) > 0 {
+			w := min(len(out), 7)
+			if _, err := nc.Write(out[:w]); err != nil {
+				return
+			}
+			out = out[w:]
+		}
 	}
 }
