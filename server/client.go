@@ -645,9 +645,10 @@ func (c *client) settle(cmds []store.Command, first, mark int, begin time.Time, 
 			c.out.Ends = append(c.out.Ends, c.out.Len())
 		}
 	}
-	c.account(cmds, first, mark, time.Since(begin))
+	took := time.Since(begin)
+	c.account(cmds, first, mark, took)
 	last := cmds[len(cmds)-1]
-	c.touch(last.Spec, last.Args)
+	c.touch(last.Spec, last.Args, begin.Add(took))
 }
 
 // unknownIndex is client.wrote after a write whose log index this node
@@ -804,11 +805,12 @@ func (c *client) record(spec *proto.Spec, args [][]byte, calls, failed, usec int
 	}
 }
 
-// touch notes the client's latest command for CLIENT LIST.
-func (c *client) touch(spec *proto.Spec, args [][]byte) {
+// touch notes the client's latest command for CLIENT LIST, which ended
+// at end.
+func (c *client) touch(spec *proto.Spec, args [][]byte, end time.Time) {
 	name := cmdName(spec, args)
 	c.info.Lock()
-	c.info.lastActive = time.Now()
+	c.info.lastActive = end
 	if !c.inExec { // inside EXEC, as in Redis, the command is EXEC
 		c.info.lastCmd = name
 	}

@@ -121,7 +121,6 @@ func (c *client) historyCommand(spec *proto.Spec, args [][]byte, at *pastTime) {
 			c.historyInfo(args)
 		}
 	})
-	c.touch(spec, args)
 }
 
 // syncHistory makes sure the history holds, for a query up to time t,
