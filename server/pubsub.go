@@ -58,8 +58,43 @@ type hub struct {
 
 	mu struct {
 		sync.RWMutex
-		subs [subKinds]map[string]map[*outbox]struct{} // by kind, then name
+		subs [subKinds]map[string]*subscribers // by kind, then name
 	}
+}
+
+// subscribers is the set of outboxes subscribed to one name, kept in a
+// slice that a message runs through, with each outbox's place in it.
+type subscribers struct {
+	boxes []*outbox
+	at    map[*outbox]int
+}
+
+// add adds box and reports whether it was not in the set.
+func (s *subscribers) add(box *outbox) bool {
+	if _, ok := s.at[box]; ok {
+		return false
+	}
+	if s.at == nil {
+		s.at = make(map[*outbox]int)
+	}
+	s.at[box] = len(s.boxes)
+	s.boxes = append(s.boxes, box)
+	return true
+}
+
+// remove removes box and reports whether it was in the set.
+func (s *subscribers) remove(box *outbox) bool {
+	i, ok := s.at[box]
+	if !ok {
+		return false
+	}
+	last := len(s.boxes) - 1
+	s.boxes[i] = s.boxes[last]
+	s.at[s.boxes[i]] = i
+	s.boxes[last] = nil
+	s.boxes = s.boxes[:last]
+	delete(s.at, box)
+	return true
 }
 
 // listening reports whether any client has a subscription, to a channel
@@ -83,8 +118,11 @@ func (h *hub) publish(channel string, message []byte) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	n := 0
-	if subs := h.mu.subs[channelSub][channel]; len(subs) > 0 {
+	if subs := h.mu.subs[channelSub][channel]; subs != nil {
 		n += deliver(subs, messageFrame("message", "", channel, message))
+	}
+	if len(h.mu.subs[patternSub]) == 0 {
+		return n
 	}
 	for pattern, subs := range h.mu.subs[patternSub] {
 		if store.MatchString(pattern, channel) {
@@ -103,16 +141,16 @@ func (h *hub) publishShard(channel string, message []byte) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	subs := h.mu.subs[shardSub][channel]
-	if len(subs) == 0 {
+	if subs == nil {
 		return 0
 	}
 	return deliver(subs, messageFrame("smessage", "", channel, message))
 }
 
 // deliver queues frame in each outbox and returns how many took it.
-func deliver(subs map[*outbox]struct{}, frame []byte) int {
+func deliver(subs *subscribers, frame []byte) int {
 	n := 0
-	for box := range subs {
+	for _, box := range subs.boxes {
 		if box.pushMessage(frame) {
 			n++
 		}
@@ -157,24 +195,21 @@ func (h *hub) change(box *outbox, kind subKind, add bool, names []string, out []
 	defer h.mu.Unlock()
 	m := &h.mu.subs[kind]
 	if *m == nil {
-		*m = map[string]map[*outbox]struct{}{}
+		*m = map[string]*subscribers{}
 	}
 	for _, name := range names {
 		subs := (*m)[name]
-		_, had := subs[box]
+		if add && subs == nil {
+			subs = &subscribers{}
+			(*m)[name] = subs
+		}
 		switch {
-		case add && !had:
-			if subs == nil {
-				subs = map[*outbox]struct{}{}
-				(*m)[name] = subs
-			}
-			subs[box] = struct{}{}
+		case add && subs.add(box):
 			if h.active.Add(1) == 1 && h.onListen != nil {
 				h.onListen(true)
 			}
-		case !add && had:
-			delete(subs, box)
-			if len(subs) == 0 {
+		case !add && subs != nil && subs.remove(box):
+			if len(subs.boxes) == 0 {
 				delete(*m, name)
 			}
 			if h.active.Add(-1) == 0 && h.onListen != nil {
@@ -204,7 +239,10 @@ func (h *hub) channels(kind subKind, pattern []byte) []string {
 func (h *hub) numSub(kind subKind, channel []byte) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return len(h.mu.subs[kind][string(channel)])
+	if subs := h.mu.subs[kind][string(channel)]; subs != nil {
+		return len(subs.boxes)
+	}
+	return 0
 }
 
 // counts are the numbers of names of each kind with subscribers.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	osexec "os/exec"
 	"runtime"
@@ -772,6 +773,43 @@ func readUntil(c *redisserver.Conn, want string, messages *atomic.Int64) error {
 			messages.Add(1)
 		default:
 			return fmt.Errorf("got %q while waiting for %q", s, want)
+		}
+	}
+}
+
+// TestSubscribersMatchASetModel adds and removes outboxes of a
+// subscribers set at random and checks it against a map after each step:
+// the same members, each once in the slice a message runs through.
+func TestSubscribersMatchASetModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	boxes := make([]*outbox, 20)
+	for i := range boxes {
+		boxes[i] = &outbox{}
+	}
+	var s subscribers
+	model := map[*outbox]bool{}
+	for step := range 5000 {
+		box := boxes[rng.IntN(len(boxes))]
+		if rng.IntN(2) == 0 {
+			if got, want := s.add(box), !model[box]; got != want {
+				t.Fatalf("step %d: add reported %v, want %v", step, got, want)
+			}
+			model[box] = true
+		} else {
+			if got, want := s.remove(box), model[box]; got != want {
+				t.Fatalf("step %d: remove reported %v, want %v", step, got, want)
+			}
+			delete(model, box)
+		}
+		seen := map[*outbox]bool{}
+		for i, b := range s.boxes {
+			if seen[b] || !model[b] || s.at[b] != i {
+				t.Fatalf("step %d: %p in the slice twice, not a member, or indexed at %d rather than %d", step, b, s.at[b], i)
+			}
+			seen[b] = true
+		}
+		if len(seen) != len(model) || len(s.at) != len(model) {
+			t.Fatalf("step %d: %d in the slice, %d indexed, %d members", step, len(seen), len(s.at), len(model))
 		}
 	}
 }
