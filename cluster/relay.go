@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"net"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -91,42 +90,48 @@ const relayCallBytes = 1 << 20
 // relayQueue holds the commands waiting for one member, encoded in RESP
 // in blocks of relayChunk bytes (a longer command has a block of its own).
 type relayQueue struct {
-	chunks [][]byte
-	size   int      // bytes in chunks
-	n      []int    // commands in each chunk
+	blocks []relayBlock
+	size   int      // bytes in blocks
 	spare  [][]byte // emptied blocks, for the queue to reuse
+}
+
+// relayBlock is a block of a relay queue: commands encoded in RESP, and
+// how many.
+type relayBlock struct {
+	b []byte
+	n int
 }
 
 // room returns a block of q with room for size more bytes at its end,
 // starting one when the last has not.
-func (q *relayQueue) room(size int) *[]byte {
-	if last := len(q.chunks) - 1; last >= 0 && cap(q.chunks[last])-len(q.chunks[last]) >= size {
-		return &q.chunks[last]
+func (q *relayQueue) room(size int) *relayBlock {
+	if last := len(q.blocks) - 1; last >= 0 && cap(q.blocks[last].b)-len(q.blocks[last].b) >= size {
+		return &q.blocks[last]
 	}
-	var chunk []byte
+	var b []byte
 	if k := len(q.spare) - 1; k >= 0 && size <= relayChunk {
-		chunk, q.spare = q.spare[k], q.spare[:k]
+		b, q.spare = q.spare[k], q.spare[:k]
 	} else {
-		chunk = make([]byte, 0, max(size, relayChunk))
+		b = make([]byte, 0, max(size, relayChunk))
 	}
-	q.chunks = append(q.chunks, chunk)
-	q.n = append(q.n, 0)
-	return &q.chunks[len(q.chunks)-1]
+	q.blocks = append(q.blocks, relayBlock{b: b})
+	return &q.blocks[len(q.blocks)-1]
 }
 
 // take removes the blocks of the next call from q, at most
 // relayCallBytes of commands unless the first block alone is longer, and
-// returns them with their count of commands.
+// returns their bytes with their count of commands.
 func (q *relayQueue) take() (chunks [][]byte, n int) {
-	k, size := 0, 0
-	for k < len(q.chunks) && (k == 0 || size+len(q.chunks[k]) <= relayCallBytes) {
-		size += len(q.chunks[k])
-		n += q.n[k]
-		k++
+	size := 0
+	for k, blk := range q.blocks {
+		if k > 0 && size+len(blk.b) > relayCallBytes {
+			break
+		}
+		chunks = append(chunks, blk.b)
+		size += len(blk.b)
+		n += blk.n
 	}
-	chunks = slices.Clone(q.chunks[:k])
-	q.chunks = append(q.chunks[:0], q.chunks[k:]...)
-	q.n = append(q.n[:0], q.n[k:]...)
+	q.blocks = append(q.blocks[:0], q.blocks[len(chunks):]...)
 	q.size -= size
 	return chunks, n
 }
@@ -162,20 +167,20 @@ func (r *relayer) relay(addrs []string, args [][]byte) {
 			r.dropped.Add(1)
 			continue
 		}
-		chunk := q.room(size)
+		blk := q.room(size)
 		if cmd == nil {
-			w := proto.Writer{B: *chunk}
+			w := proto.Writer{B: blk.b}
 			w.Array(len(args))
 			for _, a := range args {
 				w.Bulk(a)
 			}
-			cmd = w.B[len(*chunk):]
-			*chunk = w.B
+			cmd = w.B[len(blk.b):]
+			blk.b = w.B
 		} else {
-			*chunk = append(*chunk, cmd...)
+			blk.b = append(blk.b, cmd...)
 		}
+		blk.n++
 		q.size += size
-		q.n[len(q.n)-1]++
 	}
 }
 
