@@ -45,6 +45,9 @@ type client struct {
 	// up (as sent) and its entry: a pipeline mostly repeats one command.
 	lastName []byte
 	lastSpec *proto.Spec
+	// changing is the connection's run of write batches that changed
+	// something (see unchanged).
+	changing changeRun
 	db       int
 	authed   bool
 	closing  bool // close after writing out
@@ -694,10 +697,53 @@ func (c *client) runStore(cmds []store.Command, write bool, now time.Time) error
 // making sure, as for a read, that this node's store is current; it
 // reports whether it did. When it did not, the write path answers, and
 // reports why if the store could not be made current.
+//
+// A connection whose writes keep changing something (one loading new
+// bits, rather than heartbeats of users online) mostly skips that check,
+// a lookup of each batch's first bit that the write then repeats; see
+// changeRun.
 func (c *client) unchanged(cmds []store.Command, now time.Time) bool {
+	if !c.changing.check(cmds[0].Spec) {
+		return false
+	}
 	ok, err := c.s.store.ReadUnchanged(cmds, now.UnixMilli(), &c.out, c.readBarrier)
-	return ok && err == nil
+	if ok && err == nil {
+		c.changing.ended()
+		return true
+	}
+	return false
 }
+
+// changeRun follows a connection's run of write batches, each led by the
+// same command, that were not found to change nothing: checked and found
+// changing, or not checked. Past changingBeforeSkip of them, only one
+// batch in checkEvery is checked, until one is found to change nothing;
+// a batch led by another command starts a new run.
+type changeRun struct {
+	spec *proto.Spec
+	n    int
+}
+
+const (
+	// changingBeforeSkip is how long a run of batches that change
+	// something gets before the check is skipped.
+	changingBeforeSkip = 8
+	// checkEvery is how often the check is made within a longer run.
+	checkEvery = 16
+)
+
+// check counts one more batch, led by a command of spec, in the run, and
+// reports whether it is worth checking.
+func (r *changeRun) check(spec *proto.Spec) bool {
+	if spec != r.spec {
+		r.spec, r.n = spec, 0
+	}
+	r.n++
+	return r.n <= changingBeforeSkip || r.n%checkEvery == 0
+}
+
+// ended ends the run: the batch checked changed nothing.
+func (r *changeRun) ended() { r.n = 0 }
 
 // readBarrier makes sure this node's store holds every write
 // acknowledged before the batch was read (see cluster.Node.ReadBarrier).
