@@ -10,6 +10,7 @@ import (
 
 	"github.com/presenced/presenced/proto"
 	"github.com/presenced/presenced/store"
+	"github.com/tidwall/redcon"
 )
 
 // Pub/sub follows Redis 7.0: SUBSCRIBE, PSUBSCRIBE, their UNSUBSCRIBEs,
@@ -117,16 +118,17 @@ func (h *hub) publish(channel string, message []byte) int {
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	var frame [smallFrame]byte
 	n := 0
 	if subs := h.mu.subs[channelSub][channel]; subs != nil {
-		n += deliver(subs, messageFrame("message", "", channel, message))
+		n += deliver(subs, appendMessageFrame(frame[:0], "message", "", channel, message))
 	}
 	if len(h.mu.subs[patternSub]) == 0 {
 		return n
 	}
 	for pattern, subs := range h.mu.subs[patternSub] {
 		if store.MatchString(pattern, channel) {
-			n += deliver(subs, messageFrame("pmessage", pattern, channel, message))
+			n += deliver(subs, appendMessageFrame(frame[:0], "pmessage", pattern, channel, message))
 		}
 	}
 	return n
@@ -144,7 +146,8 @@ func (h *hub) publishShard(channel string, message []byte) int {
 	if subs == nil {
 		return 0
 	}
-	return deliver(subs, messageFrame("smessage", "", channel, message))
+	var frame [smallFrame]byte
+	return deliver(subs, appendMessageFrame(frame[:0], "smessage", "", channel, message))
 }
 
 // deliver queues frame in each outbox and returns how many took it.
@@ -158,22 +161,27 @@ func deliver(subs *subscribers, frame []byte) int {
 	return n
 }
 
-// messageFrame encodes a published message as Redis sends it: of kind
-// "message" for a channel subscription, "smessage" for a shard channel's,
-// "pmessage", which names the pattern, for a pattern subscription.
-func messageFrame(kind, pattern, channel string, message []byte) []byte {
-	w := proto.Writer{B: make([]byte, 0, 64+len(pattern)+len(channel)+len(message))}
-	if kind != "pmessage" {
-		w.Array(3)
-		w.BulkString(kind)
+// smallFrame is the size of the buffer on the publisher's stack that a
+// message's frame is encoded into, when it fits: the outboxes copy it.
+const smallFrame = 512
+
+// appendMessageFrame appends a published message to b, encoded as Redis
+// sends it: of kind "message" for a channel subscription, "smessage" for
+// a shard channel's, "pmessage", which names the pattern, for a pattern
+// subscription.
+func appendMessageFrame(b []byte, kind, pattern, channel string, message []byte) []byte {
+	// redcon's functions rather than a proto.Writer, whose methods would
+	// move the publisher's buffer to the heap.
+	if kind == "pmessage" {
+		b = redcon.AppendArray(b, 4)
+		b = redcon.AppendBulkString(b, kind)
+		b = redcon.AppendBulkString(b, pattern)
 	} else {
-		w.Array(4)
-		w.BulkString(kind)
-		w.BulkString(pattern)
+		b = redcon.AppendArray(b, 3)
+		b = redcon.AppendBulkString(b, kind)
 	}
-	w.BulkString(channel)
-	w.Bulk(message)
-	return w.B
+	b = redcon.AppendBulkString(b, channel)
+	return redcon.AppendBulk(b, message)
 }
 
 // outputLimit is the output limit of a new outbox.
