@@ -16,10 +16,12 @@ import (
 // serverCommand runs a command the server handles itself.
 type serverCommand func(c *client, args [][]byte)
 
-var serverCommands map[string]serverCommand
+// serverCommands holds the handler of each command the server runs
+// itself, at the command's ID (proto.Spec.ID); nil for the others.
+var serverCommands []serverCommand
 
 func init() {
-	serverCommands = map[string]serverCommand{
+	byName := map[string]serverCommand{
 		"ping":      ping,
 		"echo":      func(c *client, args [][]byte) { c.out.Bulk(args[1]) },
 		"quit":      quit,
@@ -77,21 +79,29 @@ func init() {
 		"spublish":     spublishCommand,
 		"pubsub":       pubsubCommand,
 	}
+	serverCommands = make([]serverCommand, len(proto.Commands))
+	for name, run := range byName {
+		serverCommands[proto.Lookup([]byte(name)).ID] = run
+	}
 }
 
 // runServerCommand runs a server command and counts it.
 func (c *client) runServerCommand(spec *proto.Spec, args [][]byte) {
-	c.counted(spec, args, func() { serverCommands[spec.Name](c, args) })
+	c.counted(spec, args, func() { serverCommands[spec.ID](c, args) })
 }
 
 // counted runs the handler of a command, spec with args, and counts the
 // call for INFO (see record).
 func (c *client) counted(spec *proto.Spec, args [][]byte, run func()) {
-	if !c.inExec { // inside EXEC, as in Redis, the command is EXEC
-		name := cmdName(spec, args)
-		c.info.Lock()
-		c.info.lastCmd = name // as in Redis, the command's own CLIENT LIST line names it
-		c.info.Unlock()
+	// As in Redis, the command's own CLIENT LIST line names it; inside
+	// EXEC the command is EXEC. Only this goroutine writes lastCmd, so
+	// it reads it without the lock.
+	if !c.inExec {
+		if name := cmdName(spec, args); c.info.lastCmd != name {
+			c.info.Lock()
+			c.info.lastCmd = name
+			c.info.Unlock()
+		}
 	}
 	begin := sinceStart()
 	mark := c.out.Len()
