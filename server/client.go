@@ -703,7 +703,7 @@ func (c *client) runStore(cmds []store.Command, write bool, now time.Time) error
 // a lookup of each batch's first bit that the write then repeats; see
 // changeRun.
 func (c *client) unchanged(cmds []store.Command, now time.Time) bool {
-	if !c.changing.check(cmds[0].Spec) {
+	if len(cmds) == 0 || !c.changing.check(cmds[0].Spec) {
 		return false
 	}
 	ok, err := c.s.store.ReadUnchanged(cmds, now.UnixMilli(), &c.out, c.readBarrier)
