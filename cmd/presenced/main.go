@@ -28,8 +28,12 @@ import (
 )
 
 // gcHeadroom is how much the heap may grow between collections at least,
-// however small the live heap (see gctune).
-const gcHeadroom = 16 << 20
+// however small the live heap, and gcSpacing the time at the pace of
+// allocation that it may grow for, when that is more (see gctune).
+const (
+	gcHeadroom = 16 << 20
+	gcSpacing  = 50 * time.Millisecond
+)
 
 func main() {
 	cfg := server.DefaultConfig()
@@ -119,10 +123,11 @@ func main() {
 		// the data (containers that outgrow themselves leave garbage
 		// behind) for little marking work. While the live heap is small,
 		// a quarter of it is soon allocated by writes: the heap may then
-		// grow by gcHeadroom (by four times the live heap at most), so
-		// that a node serving writes does not collect dozens of times a
-		// second.
-		gctune.Tune(25, gcHeadroom)
+		// grow by gcHeadroom, or by what it allocates in gcSpacing (by
+		// four times the live heap at most), so that a node serving
+		// writes, large values among them, does not collect dozens of
+		// times a second.
+		gctune.Tune(25, gcHeadroom, gcSpacing)
 	}
 	if *pprofAddr == "" {
 		// Without pprof nobody reads heap profiles: don't keep their

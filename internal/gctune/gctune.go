@@ -9,8 +9,10 @@
 // that in milliseconds: it then collects dozens of times a second, each
 // collection paying its fixed costs (stacks, globals, the phases' pauses).
 // Tune sets the share anew after every collection so that the heap may
-// grow by the share or by a fixed headroom, whichever is more, within a
-// bound.
+// grow by the share or by a headroom, whichever is more, within a bound.
+// The headroom is fixed, or what the server allocated in a given spacing
+// at the pace it allocated since the last collection, when that is more:
+// one writing large values allocates 16 MiB in under 10 ms.
 package gctune
 
 import (
@@ -19,10 +21,15 @@ import (
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// liveHeap is the runtime metric of the heap the last collection marked.
-const liveHeap = "/gc/heap/live:bytes"
+// liveHeap is the runtime metric of the heap the last collection marked,
+// and allocated that of every byte the heap ever allocated.
+const (
+	liveHeap  = "/gc/heap/live:bytes"
+	allocated = "/gc/heap/allocs:bytes"
+)
 
 // maxPercent bounds the GOGC values Percent returns. A collection's goal
 // for the next one is set by the runtime from the GOGC of the moment, and
@@ -43,22 +50,45 @@ func Percent(live uint64, percent int, headroom uint64) int {
 	return max(percent, min(maxPercent, int((headroom*100+live-1)/live)))
 }
 
+// paced returns the bytes a heap that allocated allocated bytes in
+// elapsed allocates in spacing at that pace.
+func paced(allocated uint64, elapsed, spacing time.Duration) uint64 {
+	if elapsed <= 0 {
+		return 0
+	}
+	return uint64(float64(allocated) * float64(spacing) / float64(elapsed))
+}
+
 // tuner re-tunes the collector after each collection.
 type tuner struct {
 	percent  int
 	headroom uint64
-	mu       sync.Mutex // serialises tune, which cleanups may run concurrently
-	set      int        // the GOGC value set last
+	spacing  time.Duration // the least time between collections the headroom is paced for (0: fixed)
+	mu       sync.Mutex    // serialises tune, which cleanups may run concurrently
+	set      int           // the GOGC value set last
 	sample   []metrics.Sample
-	stopped  atomic.Bool // ends the re-arming (tests set it)
+	// lastAt and lastAllocs are when the last tune ran and the heap's
+	// allocated bytes then.
+	lastAt     time.Time
+	lastAllocs uint64
+	now        func() time.Time // time.Now, but in tests
+	stopped    atomic.Bool      // ends the re-arming (tests set it)
 }
 
 // Tune sets GOGC to Percent of the live heap now, and again after every
-// collection, for the life of the process.
-func Tune(percent int, headroom uint64) {
-	t := &tuner{percent: percent, headroom: headroom, sample: []metrics.Sample{{Name: liveHeap}}}
+// collection, for the life of the process, with a headroom of at least
+// headroom bytes, or what the heap allocates in spacing at the pace it
+// allocated since the collection before.
+func Tune(percent int, headroom uint64, spacing time.Duration) {
+	t := newTuner(percent, headroom, spacing)
 	t.tune()
 	t.arm()
+}
+
+// newTuner returns a tuner of Tune's arguments that has not tuned yet.
+func newTuner(percent int, headroom uint64, spacing time.Duration) *tuner {
+	return &tuner{percent: percent, headroom: headroom, spacing: spacing, now: time.Now,
+		sample: []metrics.Sample{{Name: liveHeap}, {Name: allocated}}}
 }
 
 // arm attaches the next tune to an object that becomes garbage at once,
@@ -82,10 +112,16 @@ func (t *tuner) tune() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	metrics.Read(t.sample)
-	if t.sample[0].Value.Kind() != metrics.KindUint64 {
+	if t.sample[0].Value.Kind() != metrics.KindUint64 || t.sample[1].Value.Kind() != metrics.KindUint64 {
 		return
 	}
-	p := Percent(t.sample[0].Value.Uint64(), t.percent, t.headroom)
+	now, allocs := t.now(), t.sample[1].Value.Uint64()
+	headroom := t.headroom
+	if !t.lastAt.IsZero() {
+		headroom = max(headroom, paced(allocs-t.lastAllocs, now.Sub(t.lastAt), t.spacing))
+	}
+	t.lastAt, t.lastAllocs = now, allocs
+	p := Percent(t.sample[0].Value.Uint64(), t.percent, headroom)
 	if p == t.set || p != t.percent && t.set != 0 && p >= t.set-t.set/8 && p <= t.set+t.set/8 {
 		return
 	}

@@ -34,6 +34,56 @@ func TestPercent(t *testing.T) {
 	}
 }
 
+func TestPaced(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		allocated        uint64
+		elapsed, spacing time.Duration
+		want             uint64
+	}{
+		{allocated: 64 * mb, elapsed: 10 * time.Millisecond, spacing: 25 * time.Millisecond, want: 160 * mb},
+		{allocated: 64 * mb, elapsed: time.Second, spacing: 25 * time.Millisecond, want: 64 * mb / 40},
+		{allocated: 64 * mb, elapsed: 10 * time.Millisecond, spacing: 0, want: 0}, // not paced
+		{allocated: 64 * mb, elapsed: 0, spacing: 25 * time.Millisecond, want: 0}, // no pace to tell
+		{allocated: 0, elapsed: time.Second, spacing: 25 * time.Millisecond, want: 0},
+	} {
+		if got := paced(tc.allocated, tc.elapsed, tc.spacing); got != tc.want {
+			t.Errorf("paced(%d, %v, %v) = %d, want %d", tc.allocated, tc.elapsed, tc.spacing, got, tc.want)
+		}
+	}
+}
+
+// sink keeps the test's allocations from being optimised away.
+var sink []byte
+
+func TestTuneHeadroomFollowsThePace(t *testing.T) {
+	defer debug.SetGCPercent(gcPercent())
+	runtime.GC()
+	clock := time.Now()
+	tn := newTuner(25, 1, 25*time.Millisecond)
+	tn.now = func() time.Time { return clock }
+	tn.tune()
+	if got := gcPercent(); got != 25 {
+		t.Fatalf("GOGC = %d after a first tune with no headroom, want 25", got)
+	}
+	// 64 MiB in 10 ms: at that pace 160 MiB come in the spacing, far
+	// more than a quarter of the test's live heap.
+	for range 64 {
+		sink = make([]byte, 1<<20)
+	}
+	clock = clock.Add(10 * time.Millisecond)
+	tn.tune()
+	if got := gcPercent(); got != maxPercent {
+		t.Errorf("GOGC = %d after 64 MiB allocated in 10 ms, with a live heap of %d bytes, want %d", got, liveBytes(), maxPercent)
+	}
+	// A quiet second after: the share is enough again.
+	clock = clock.Add(time.Second)
+	tn.tune()
+	if got := gcPercent(); got != 25 {
+		t.Errorf("GOGC = %d after a second with next to no allocation, want 25", got)
+	}
+}
+
 // gcPercent reads GOGC (setting it back at once).
 func gcPercent() int {
 	p := debug.SetGCPercent(100)
@@ -51,7 +101,7 @@ func TestTuneSetsPercentForLiveHeap(t *testing.T) {
 	defer debug.SetGCPercent(gcPercent())
 	runtime.GC()
 	live := liveBytes()
-	tn := &tuner{percent: 25, headroom: 64 << 20, sample: []metrics.Sample{{Name: liveHeap}}}
+	tn := newTuner(25, 64<<20, 0)
 	tn.tune()
 	want := Percent(live, 25, 64<<20)
 	if want <= 25 {
@@ -70,7 +120,7 @@ func TestTuneSetsPercentForLiveHeap(t *testing.T) {
 
 func TestTuneKeepsNearbyValue(t *testing.T) {
 	defer debug.SetGCPercent(gcPercent())
-	tn := &tuner{percent: 25, headroom: 64 << 20, sample: []metrics.Sample{{Name: liveHeap}}}
+	tn := newTuner(25, 64<<20, 0)
 	runtime.GC()
 	tn.tune()
 	set := tn.set
@@ -83,7 +133,7 @@ func TestTuneKeepsNearbyValue(t *testing.T) {
 
 func TestTuneRunsAfterCollections(t *testing.T) {
 	defer debug.SetGCPercent(gcPercent())
-	tn := &tuner{percent: 100, headroom: 1 << 40, sample: []metrics.Sample{{Name: liveHeap}}}
+	tn := newTuner(100, 1<<40, 0)
 	tn.arm()
 	defer tn.stopped.Store(true)
 	for round := range 2 {
