@@ -113,6 +113,8 @@ func TestEntryRejectsOddArguments(t *testing.T) {
 		"integer as bytes": one(3, '7'),
 		"integer repeat":   {entryVersion, 0, 2, 0, 1, 1, 7, 0, 1, 1, 7},
 		"bad integer":      one(1, 0x80),
+		"long integer":     one(1, 0x87, 0),
+		"long tag":         one(0x83, 0, '7', 'x'),
 	} {
 		if _, err := decodeEntry(appendChecksum(body)); !errors.Is(err, ErrBadEntry) {
 			t.Fatalf("%s decoded: err %v", name, err)
