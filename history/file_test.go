@@ -138,7 +138,7 @@ func TestDamagedFile(t *testing.T) {
 	cfg := testConfig(t, "1m:1d")
 	mustOpen(t, cfg)
 	cfg.LockTimeout = 50 * time.Millisecond
-	if _, err := Open(cfg); err == nil || !strings.Contains(err.Error(), cfg.Path) {
+	if _, err := Open(cfg); err == nil || err.Error() != "history: "+cfg.Path+" is locked by another process" {
 		t.Fatalf("second Open of a locked file: %v", err)
 	}
 }

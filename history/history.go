@@ -171,6 +171,9 @@ func openDB(cfg Config) (db *bolt.DB, err error) {
 		}
 	}()
 	db, err = bolt.Open(cfg.Path, 0o600, &bolt.Options{Timeout: cfg.LockTimeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("history: %s is locked by another process", cfg.Path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("history: cannot open %s: %w", cfg.Path, err)
 	}
