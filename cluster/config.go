@@ -167,9 +167,10 @@ func DefaultConfig() Config {
 
 // Validate reports the first problem of c, in plain words.
 func (c *Config) Validate() error {
+	if err := checkNodeID(c.NodeID); err != nil {
+		return err
+	}
 	switch {
-	case c.NodeID == "":
-		return errors.New("cluster: NodeID must not be empty")
 	case c.Join != "" && c.Bootstrap:
 		return errors.New("cluster: a node either bootstraps a cluster or joins one, not both")
 	case c.AppendOnly && c.Dir == "":

@@ -1041,8 +1041,18 @@ func (n *Node) Checkpoint() error {
 }
 
 // AddVoter adds a voting member to the cluster, through the leader. It
-// refuses an ID or an address that is already a member's.
+// refuses an ID that cannot name a member (see checkNodeID), an address
+// its transport cannot dial (see checkRaftAddr), and an ID or an address
+// that is already a member's.
 func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+	if err := checkNodeID(id); err != nil {
+		return err
+	}
+	if n.mux != nil { // raft's TCP transport, which dials host:port
+		if err := checkRaftAddr(addr); err != nil {
+			return err
+		}
+	}
 	return n.withLeader(ctx, func(leader string, self bool) error {
 		if !self {
 			if n.peers == nil {

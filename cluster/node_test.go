@@ -863,6 +863,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for name, change := range map[string]func(*Config){
 		"no id":         func(c *Config) { c.NodeID = "" },
+		"spaced id":     func(c *Config) { c.NodeID = "node 1" },
 		"no dir":        func(c *Config) { c.Dir = "" },
 		"fsync":         func(c *Config) { c.AppendFsync = "sometimes" },
 		"tick":          func(c *Config) { c.TickInterval = 0 },

@@ -860,6 +860,12 @@ func TestRaftMembership(t *testing.T) {
 	ac.expect("-ERR node "+bID+" is already a member, at "+bAddr+"\r\n", "RAFT", "ADD", bID, "127.0.0.1:1")
 	ac.expect("-ERR address "+bAddr+" is already node "+bID+"'s\r\n", "RAFT", "ADD", "n9", bAddr)
 	ac.expect("-ERR node n9 is not a member\r\n", "RAFT", "REMOVE", "n9")
+	for _, addr := range []string{"notanaddr", "127.0.0.1", ":7001", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:x"} {
+		ac.expect(fmt.Sprintf("-ERR invalid raft address %q: want host:port, the port from 1 to 65535\r\n", addr), "RAFT", "ADD", "n9", addr)
+	}
+	for _, id := range []string{"", "n 9", "n9,voter=1", "n=9", "n\x009"} {
+		ac.expect(fmt.Sprintf("-ERR invalid node ID %q: an ID must not be empty or hold spaces, control characters, ',' or '='\r\n", id), "RAFT", "ADD", id, "127.0.0.1:1")
+	}
 	if got := raftMembers(t, ac); !slices.Equal(got, all) {
 		t.Fatalf("refused changes changed the members: %q", got)
 	}

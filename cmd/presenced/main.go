@@ -57,7 +57,7 @@ func main() {
 	fs.StringVar(&tc.AuthClients, "tls-auth-clients", tc.AuthClients, "yes: TLS clients must show a certificate; optional: checked if shown; no: not asked for")
 	yesNoFlag(fs, &tc.Cluster, "tls-cluster", "yes: nodes call on each other over TLS too, with --tls-cert-file as their certificate, checked against --tls-ca-cert-file")
 	cc := &cfg.Cluster
-	fs.StringVar(&cc.NodeID, "node-id", cc.NodeID, "this node's name in the cluster, never reused")
+	fs.StringVar(&cc.NodeID, "node-id", cc.NodeID, "this node's name in the cluster (no spaces, control characters, ',' or '='), never reused")
 	fs.StringVar(&cc.RaftAddr, "raft-addr", cc.RaftAddr, "host:port for raft and other nodes' calls; other nodes reach this node there")
 	fs.StringVar(&cc.RaftAdvertise, "raft-advertise", "", "host:port other nodes reach --raft-addr at, if different (behind a proxy or NAT)")
 	fs.StringVar(&cc.Join, "join", "", "host:port of any member's client port: join that cluster (when --dir holds no cluster yet)")

@@ -1,0 +1,32 @@
+package cluster
+
+import (
+	"net"
+	"strconv"
+	"strings"
+)
+
+// checkNodeID refuses an ID that cannot name a member: an empty one, or
+// one with a space, a control character, ',' or '=', which would break
+// the fields of RAFT INFO and INFO replication that list the members.
+func checkNodeID(id string) error {
+	if id == "" || strings.ContainsFunc(id, notInName) {
+		return memberError("invalid node ID %q: an ID must not be empty or hold spaces, control characters, ',' or '='", id)
+	}
+	return nil
+}
+
+// checkRaftAddr refuses an address other nodes could not reach a member
+// at: anything but host:port with a host and a port from 1 to 65535.
+func checkRaftAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if p, perr := strconv.ParseUint(port, 10, 16); err != nil || host == "" || strings.ContainsFunc(host, notInName) || perr != nil || p == 0 {
+		return memberError("invalid raft address %q: want host:port, the port from 1 to 65535", addr)
+	}
+	return nil
+}
+
+// notInName reports whether r may not appear in a node's ID or host.
+func notInName(r rune) bool {
+	return r <= ' ' || r == 0x7f || r == ',' || r == '='
+}
