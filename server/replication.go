@@ -214,8 +214,14 @@ func (s *Server) infoReplication(b *strings.Builder) {
 // after it answers, so ABORT finds none. TIMEOUT bounds the wait, which
 // raft bounds anyway by its election timeout; raft never hands the
 // leadership to a node that lacks a committed write, so FORCE changes
-// nothing once checked.
+// nothing once checked. With --cluster-enabled yes a client is refused
+// it, as in Redis Cluster, where CLUSTER FAILOVER hands over (a follower
+// asks the leader for that hand-over with FAILOVER).
 func failover(c *client, args [][]byte) {
+	if c.s.clusterEnabled() && !c.peer {
+		c.out.Error("ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.")
+		return
+	}
 	if len(args) == 2 && strings.EqualFold(string(args[1]), "abort") {
 		c.out.Error("ERR No failover in progress.")
 		return
