@@ -30,3 +30,17 @@ func checkRaftAddr(addr string) error {
 func notInName(r rune) bool {
 	return r <= ' ' || r == 0x7f || r == ',' || r == '='
 }
+
+// SameEndpoint reports whether the host:port addresses a and b reach the
+// same listener of this host: the same port, and the same IP address, or
+// a loopback address and the unspecified one a listener bound to all
+// addresses has. Addresses that do not resolve are not the same.
+func SameEndpoint(a, b string) bool {
+	x, errA := net.ResolveTCPAddr("tcp", a)
+	y, errB := net.ResolveTCPAddr("tcp", b)
+	if errA != nil || errB != nil || x.Port != y.Port {
+		return false
+	}
+	all := func(ip net.IP) bool { return ip == nil || ip.IsUnspecified() }
+	return x.IP.Equal(y.IP) || all(x.IP) && (all(y.IP) || y.IP.IsLoopback()) || all(y.IP) && x.IP.IsLoopback()
+}

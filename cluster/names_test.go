@@ -21,3 +21,27 @@ func TestCheckNames(t *testing.T) {
 		}
 	}
 }
+
+func TestSameEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"127.0.0.1:7001", "127.0.0.1:7001", true},
+		{"localhost:7001", "127.0.0.1:7001", true},
+		{"127.0.0.1:7001", ":7001", true},
+		{"0.0.0.0:7001", "127.0.0.1:7001", true},
+		{"[::]:7001", "[::1]:7001", true},
+		{"127.0.0.1:7001", "127.0.0.1:7002", false},
+		{"10.1.2.3:7001", "127.0.0.1:7001", false},
+		{"10.1.2.3:7001", "10.1.2.4:7001", false},
+		{"notanaddr", "notanaddr", false},
+	} {
+		if got := SameEndpoint(tc.a, tc.b); got != tc.same {
+			t.Errorf("SameEndpoint(%q, %q) = %v", tc.a, tc.b, got)
+		}
+		if got := SameEndpoint(tc.b, tc.a); got != tc.same {
+			t.Errorf("SameEndpoint(%q, %q) = %v", tc.b, tc.a, got)
+		}
+	}
+}

@@ -207,6 +207,9 @@ func (n *Node) join(addr string) error {
 	if n.peers == nil {
 		return errors.New("cluster: joining needs the TCP network")
 	}
+	if SameEndpoint(n.cfg.Join, addr) {
+		return fmt.Errorf("cluster: --join %s is this node's own raft address: name a member's client port", n.cfg.Join)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
 	defer cancel()
 	member := n.clientPortPeers()

@@ -1031,6 +1031,40 @@ func TestJoinNotPresenced(t *testing.T) {
 	}
 }
 
+// TestJoinItself checks that a server told to join through its own
+// client port or raft address refuses to start at once, saying so.
+func TestJoinItself(t *testing.T) {
+	free := func() int {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().(*net.TCPAddr).Port
+	}
+	port, raftPort := free(), free()
+	for join, want := range map[string]string{
+		fmt.Sprintf("localhost:%d", port):     "is this node's own client port",
+		fmt.Sprintf("127.0.0.1:%d", raftPort): "is this node's own raft address",
+	} {
+		cfg := DefaultConfig()
+		cfg.Port = port
+		cfg.Dir = t.TempDir()
+		cfg.Cluster = testClusterConfig(cfg.Dir)
+		cfg.Cluster.RaftAddr = fmt.Sprintf("127.0.0.1:%d", raftPort)
+		cfg.Cluster.Bootstrap = false
+		cfg.Cluster.Join = join
+		srv, err := New(cfg)
+		if err == nil {
+			srv.Close()
+			t.Fatalf("a server joined itself through %s", join)
+		}
+		if !strings.Contains(err.Error(), "--join "+join+" "+want) {
+			t.Errorf("join through %s: error %v", join, err)
+		}
+	}
+}
+
 // TestWait checks WAIT in a 3-node cluster: it counts the followers that
 // applied a connection's writes, on the leader and on a follower (which
 // counts itself), waits out its timeout when asked for more than there

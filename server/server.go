@@ -89,6 +89,9 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if join := cfg.Cluster.Join; join != "" && cfg.Port != 0 && cluster.SameEndpoint(join, net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))) {
+		return nil, fmt.Errorf("--join %s is this node's own client port: name another member's", join)
+	}
 	s := &Server{store: store.New(), quit: make(chan struct{}), shutdown: make(chan struct{}), runID: newRunID()}
 	s.buffers.limit = keptBudget
 	var m runtime.MemStats
