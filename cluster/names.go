@@ -20,7 +20,8 @@ func checkNodeID(id string) error {
 // at: anything but host:port with a host and a port from 1 to 65535.
 func checkRaftAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
-	if p, perr := strconv.ParseUint(port, 10, 16); err != nil || host == "" || strings.ContainsFunc(host, notInName) || perr != nil || p == 0 {
+	p, perr := strconv.ParseUint(port, 10, 16)
+	if err != nil || perr != nil || p == 0 || host == "" || strings.ContainsFunc(host, notInName) {
 		return memberError("invalid raft address %q: want host:port, the port from 1 to 65535", addr)
 	}
 	return nil
