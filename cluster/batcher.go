@@ -36,8 +36,9 @@ import (
 type batcher struct {
 	r        *raft.Raft
 	fsm      *fsm
-	maxBytes int // bound of an entry's encoded commands
-	maxCmds  int // bound of an entry's commands
+	maxBytes int                  // bound of an entry's encoded commands
+	maxCmds  int                  // bound of an entry's commands
+	bound    func(size int) error // refuses a caller's batch of size bytes, or returns nil
 
 	mu struct {
 		sync.Mutex
@@ -70,7 +71,7 @@ type batcher struct {
 // done channel: nobody waits for it.
 type request struct {
 	cmds []store.Command
-	size int    // bound of the encoded size of cmds (commandSize)
+	size int    // bound of the encoded size of cmds (CommandSize)
 	tail []byte // appendTail of cmds, encoded by the caller
 	out  *store.Replies
 	done chan error
@@ -177,13 +178,17 @@ func newBatcher(r *raft.Raft, f *fsm, cfg *Config, quit, raftDown <-chan struct{
 }
 
 // apply queues cmds and waits until the entry carrying them is committed
-// and applied, then appends their replies to out.
-func (b *batcher) apply(cmds []store.Command, out *store.Replies) error {
-	r := requests.Get().(*request)
-	r.cmds, r.out, r.size = cmds, out, 0
-	for _, c := range cmds {
-		r.size += commandSize(c)
+// and applied, then appends their replies to out. If bounded, it first
+// has b.bound check the size of their encoding.
+func (b *batcher) apply(cmds []store.Command, out *store.Replies, bounded bool) error {
+	size := batchSize(cmds)
+	if bounded {
+		if err := b.bound(size); err != nil {
+			return err
+		}
 	}
+	r := requests.Get().(*request)
+	r.cmds, r.out, r.size = cmds, out, size
 	// Encoded here, on the callers' goroutines, rather than by the
 	// proposer, which the next entry waits for.
 	r.tail = appendTail(r.tail[:0], cmds)

@@ -103,6 +103,15 @@ type Config struct {
 	// MaxEntryCommands bounds the commands of one log entry, with the same
 	// exception.
 	MaxEntryCommands int
+	// MaxBatchBytes bounds the encoded commands of one batch of writes (a
+	// connection's pipeline, or its MULTI block): a larger one is refused
+	// with an error. Every node writes an entry whole before it answers
+	// anything else the leader sends, heartbeats included, so an entry
+	// that takes the followers longer to write than LeaderLeaseTimeout
+	// costs the leader its leadership, and the write its outcome. A node
+	// that is its cluster's only voter takes larger batches: no lease
+	// waits for another node there.
+	MaxBatchBytes int
 	// MaxInflight is how many entries the leader has being committed at
 	// once; batches arriving meanwhile wait and share the next entry. The
 	// log is written by one goroutine, so more entries in flight only
@@ -159,6 +168,7 @@ func DefaultConfig() Config {
 		TrailingLogs:       256,
 		MaxEntryBytes:      256 << 10,
 		MaxEntryCommands:   16384,
+		MaxBatchBytes:      4 << 20,
 		MaxInflight:        1,
 		LeaderWait:         2 * time.Second,
 		LogLevel:           "warn",
@@ -190,8 +200,8 @@ func (c *Config) Validate() error {
 		return errors.New("cluster: SnapshotInterval must be at least 5ms")
 	case c.SnapshotThreshold == 0 || c.SnapshotBytes <= 0:
 		return errors.New("cluster: SnapshotThreshold and SnapshotBytes must be positive")
-	case c.MaxEntryBytes <= 0 || c.MaxEntryCommands <= 0:
-		return errors.New("cluster: MaxEntryBytes and MaxEntryCommands must be positive")
+	case c.MaxEntryBytes <= 0 || c.MaxEntryCommands <= 0 || c.MaxBatchBytes <= 0:
+		return errors.New("cluster: MaxEntryBytes, MaxEntryCommands and MaxBatchBytes must be positive")
 	case c.MaxInflight <= 0:
 		return errors.New("cluster: MaxInflight must be positive")
 	case c.LeaderWait <= 0:

@@ -65,12 +65,22 @@ const (
 	tagLiteral = 2 // plus the length
 )
 
-// commandSize bounds the bytes cmd takes in an encoded entry: the size it
-// takes when every argument is written as its bytes.
-func commandSize(cmd store.Command) int {
+// CommandSize bounds the bytes cmd takes in an encoded entry: the size it
+// takes when every argument is written as its bytes. Summed over a batch,
+// it is what Config.MaxBatchBytes bounds.
+func CommandSize(cmd store.Command) int {
 	n := varintLen(int64(cmd.DB)) + uvarintLen(uint64(len(cmd.Args)))
 	for _, a := range cmd.Args {
 		n += uvarintLen(uint64(len(a))+tagLiteral) + len(a)
+	}
+	return n
+}
+
+// batchSize bounds the bytes cmds take in an encoded entry.
+func batchSize(cmds []store.Command) int {
+	n := 0
+	for _, c := range cmds {
+		n += CommandSize(c)
 	}
 	return n
 }
@@ -98,7 +108,7 @@ func encodeEntry(now int64, batches [][]store.Command, tails [][]byte) []byte {
 	for i, b := range batches {
 		if len(b) > 0 {
 			n += len(b)
-			size += commandSize(b[0]) + len(tails[i])
+			size += CommandSize(b[0]) + len(tails[i])
 		}
 	}
 	buf := append(make([]byte, 0, size), entryVersion)

@@ -45,7 +45,7 @@ func TestEntryRoundTrip(t *testing.T) {
 					t.Fatalf("%d commands split at %d: entry %.80x, whole %.80x", len(cmds), k, split, whole)
 				}
 			}
-			if bound := entryOverhead + sizeOf(cmds); cap(data) > bound {
+			if bound := entryOverhead + batchSize(cmds); cap(data) > bound {
 				t.Fatalf("entry of %d bytes allocated %d, beyond the bound %d", len(data), cap(data), bound)
 			}
 		}
@@ -228,14 +228,6 @@ func encodeVersion1(now int64, cmds []store.Command) []byte {
 		}
 	}
 	return appendChecksum(buf)
-}
-
-func sizeOf(cmds []store.Command) int {
-	n := 0
-	for _, c := range cmds {
-		n += commandSize(c)
-	}
-	return n
 }
 
 func sameCommands(a, b []store.Command) bool {

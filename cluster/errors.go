@@ -52,6 +52,21 @@ var (
 		"CLUSTERDOWN The cluster is down: this node is shutting down"}
 )
 
+// TooLargeError refuses a batch of writes whose encoding would take more
+// than Config.MaxBatchBytes in the log. Nothing was applied.
+type TooLargeError struct {
+	Size, Limit int // the batch's encoded size (a bound), and the limit
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("cluster: a batch of %d bytes of writes is over the limit of %d", e.Size, e.Limit)
+}
+
+// RedisError returns the text of the error reply a client gets.
+func (e *TooLargeError) RedisError() string {
+	return fmt.Sprintf("ERR write too large for the raft log: %d bytes in one batch (a command, a pipeline's batch or a MULTI block), over --max-write-bytes %d", e.Size, e.Limit)
+}
+
 // ErrAlone is Handover's refusal on a leader that is the only voter:
 // nobody can take the leadership over.
 var ErrAlone = memberError("no other voter to hand the leadership to")

@@ -123,7 +123,9 @@ func (n *Node) start(network *Network) error {
 		}
 		t := raft.NewNetworkTransportWithLogger(m, tcpMaxPool, tcpTimeout, n.log)
 		trans, n.transport, n.mux = serialTransport{t}, t, m
-		n.peers = NewRESPPeers(n.cfg.Password, n.cfg.TLS)
+		p := NewRESPPeers(n.cfg.Password, n.cfg.TLS)
+		p.callBytes = n.cfg.MaxBatchBytes
+		n.peers = p
 	} else {
 		trans, n.peers = network.Raft, network.Peers
 	}
@@ -146,6 +148,7 @@ func (n *Node) start(network *Network) error {
 	// snapshot is opened to be sent to a follower, or restored from one.
 	n.attaching.Store(true)
 	n.batch = newBatcher(n.raft, n.fsm, &n.cfg, n.quit, n.raftDown)
+	n.batch.bound = n.checkBatchSize
 	n.observe()
 	switch {
 	case !existing && n.cfg.Bootstrap:
@@ -603,8 +606,9 @@ func (n *Node) closeStores() error {
 // On a follower it forwards the batch to the leader. While no leader is
 // reachable it retries for up to Config.LeaderWait. It implements the
 // server's Applier. Errors: ErrNoLeader, ErrNotLeader and ErrClosed (not
-// applied), ErrUnknownOutcome (maybe applied), a *RemoteError relayed from
-// the leader, or an error of a corrupted entry.
+// applied), a *TooLargeError (not applied), ErrUnknownOutcome (maybe
+// applied), a *RemoteError relayed from the leader, or an error of a
+// corrupted entry.
 func (n *Node) Apply(cmds []store.Command, out *store.Replies) error {
 	if len(cmds) == 0 {
 		return nil
@@ -614,15 +618,17 @@ func (n *Node) Apply(cmds []store.Command, out *store.Replies) error {
 	}
 	if n.raft.State() == raft.Leader {
 		// The common case, without the retry loop's timer.
-		if err := n.batch.apply(cmds, out); err != ErrNotLeader {
+		if err := n.batch.apply(cmds, out, true); err != ErrNotLeader {
 			return err
 		}
+	} else if err := n.checkBatchSize(batchSize(cmds)); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
 	defer cancel()
 	return n.withLeader(ctx, func(addr string, self bool) error {
 		if self {
-			return n.batch.apply(cmds, out)
+			return n.batch.apply(cmds, out, true)
 		}
 		if n.peers == nil {
 			return ErrNotLeader
@@ -631,9 +637,21 @@ func (n *Node) Apply(cmds []store.Command, out *store.Replies) error {
 	})
 }
 
+// checkBatchSize refuses a batch of writes whose encoding may take more
+// than Config.MaxBatchBytes, unless this node is the only voter: with no
+// other voter, no lease waits for anyone while the entry is written.
+func (n *Node) checkBatchSize(size int) error {
+	if size <= n.cfg.MaxBatchBytes || n.SoleVoter() {
+		return nil
+	}
+	return &TooLargeError{size, n.cfg.MaxBatchBytes}
+}
+
 // ApplyLocal is Apply without forwarding: on a node that does not lead it
 // fails with ErrNotLeader. A node serves other nodes' forwarded writes
-// with it, so that a write is forwarded at most once.
+// with it, so that a write is forwarded at most once; their size was
+// checked where they came from (a call forwards batches up to
+// Config.MaxBatchBytes together, see RESPPeers.Forward).
 func (n *Node) ApplyLocal(cmds []store.Command, out *store.Replies) error {
 	if len(cmds) == 0 {
 		return nil
@@ -644,7 +662,7 @@ func (n *Node) ApplyLocal(cmds []store.Command, out *store.Replies) error {
 	if n.raft.State() != raft.Leader {
 		return ErrNotLeader
 	}
-	return n.batch.apply(cmds, out)
+	return n.batch.apply(cmds, out, false)
 }
 
 // Tick commits an empty entry, which carries the leader's clock, and waits
@@ -689,7 +707,7 @@ func (n *Node) TickLocal() (uint64, error) {
 	if n.raft.State() != raft.Leader {
 		return 0, ErrNotLeader
 	}
-	err := n.batch.apply(nil, new(store.Replies))
+	err := n.batch.apply(nil, new(store.Replies), false)
 	return n.raft.CommitIndex(), err
 }
 
@@ -726,7 +744,7 @@ func (n *Node) withLeader(ctx context.Context, call func(addr string, self bool)
 func (n *Node) becomeReady() {
 	term := n.raft.CurrentTerm()
 	var out store.Replies
-	if n.batch.apply(nil, &out) == nil && n.raft.CurrentTerm() == term {
+	if n.batch.apply(nil, &out, false) == nil && n.raft.CurrentTerm() == term {
 		n.ready.advance(term)
 	}
 }

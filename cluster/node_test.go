@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1244,5 +1245,52 @@ func TestLogWritten(t *testing.T) {
 	got := told.Load()
 	if writes := n.Stats().LogWrites; got-before < 5 || uint64(got) > writes {
 		t.Errorf("LogWritten told %d times (%d before 5 writes); the node counts %d log writes", got, before, writes)
+	}
+}
+
+// TestApplyRefusesTooLargeBatch checks that a batch of writes over
+// Config.MaxBatchBytes is refused, on the leader and on a follower (which
+// does not forward it), with nothing applied, and that one at the bound
+// commits; and that the only voter of a cluster takes a larger one.
+func TestApplyRefusesTooLargeBatch(t *testing.T) {
+	const limit = 1000
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.MaxBatchBytes = limit })
+	set := func(key string, n int) store.Command { return cmd(0, "SET", key, strings.Repeat("v", n)) }
+	// Sized so that the batch takes exactly limit bytes.
+	fits := []store.Command{set("a", 400), set("b", limit-400-2*CommandSize(set("a", 0))-2)}
+	if got := batchSize(fits); got != limit {
+		t.Fatalf("batch of %d bytes, want %d", got, limit)
+	}
+	over := append(slices.Clone(fits), cmd(0, "INCR", "n"))
+	c.leader()
+	for _, tn := range c.nodes {
+		var out store.Replies
+		err := tn.node.Apply(over, &out)
+		var tl *TooLargeError
+		if !errors.As(err, &tl) || tl.Size != batchSize(over) || tl.Limit != limit || out.Len() != 0 {
+			t.Fatalf("%s: batch of %d bytes: %v, replies %q", tn.id, batchSize(over), err, out.B)
+		}
+		if want := fmt.Sprintf("ERR write too large for the raft log: %d bytes in one batch", batchSize(over)); !strings.HasPrefix(redisError(err), want) {
+			t.Errorf("%s: reply %q", tn.id, redisError(err))
+		}
+	}
+	var out store.Replies
+	if err := c.nodes[0].node.Apply(fits, &out); err != nil {
+		t.Fatalf("batch of %d bytes: %v", limit, err)
+	}
+	c.converge()
+	for _, tn := range c.nodes {
+		if got := read(tn.st, cmd(0, "STRLEN", "b"), cmd(0, "EXISTS", "n")); fmt.Sprint(got) != fmt.Sprint([]string{":" + strconv.Itoa(len(fits[1].Args[2])) + "\r\n", ":0\r\n"}) {
+			t.Errorf("%s: %q", tn.id, got)
+		}
+	}
+
+	// The only voter of its cluster takes the batch.
+	alone := newTestCluster(t, 1, func(cfg *Config) { cfg.MaxBatchBytes = limit })
+	if err := alone.leader().node.Apply(over, &out); err != nil {
+		t.Fatalf("the only voter refused a batch of %d bytes: %v", batchSize(over), err)
+	}
+	if got := read(alone.nodes[0].st, cmd(0, "GET", "n")); got[0] != "$1\r\n1\r\n" {
+		t.Errorf("after the batch: n = %q", got)
 	}
 }

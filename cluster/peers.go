@@ -63,8 +63,9 @@ const maxIdlePeerConns = 64
 // RESPPeers calls on other nodes with RESP over their raft address, where
 // each node also serves RESP to its peers.
 type RESPPeers struct {
-	password func() string
-	sec      *PeerTLS // nil: plain TCP
+	password  func() string
+	sec       *PeerTLS // nil: plain TCP
+	callBytes int      // bound of the batches one forwarding call carries, by batchSize (0: none)
 
 	mu     sync.Mutex
 	idle   map[peerKey][]*peerConn
@@ -110,7 +111,9 @@ var errNotSent = errors.New("cluster: request not sent")
 // in. The batches forwarded to a node at once are
 // sent together: at most maxForwardSenders calls to addr are in flight,
 // and a batch that arrives meanwhile waits and joins the next call, with
-// every other batch waiting by then. A call carries its batches in one
+// every other batch waiting by then, as long as their encodings add up to
+// the bound on a batch of writes (Config.MaxBatchBytes, which the leader
+// applies to each batch of its own clients). A call carries its batches in one
 // MULTI/EXEC block (the leader applies them as one, and answers each
 // batch with its share of the EXEC reply), so a follower serving many
 // writing clients makes a few calls to the leader, not one per write.
@@ -121,7 +124,7 @@ var errNotSent = errors.New("cluster: request not sent")
 func (p *RESPPeers) Forward(ctx context.Context, addr string, cmds []store.Command, out *store.Replies) error {
 	key := peerKey{addr, out.RESP3}
 	g := p.forwarding(key)
-	f := &forward{cmds: cmds, out: out, wake: make(chan bool, 1)}
+	f := &forward{cmds: cmds, size: batchSize(cmds), out: out, wake: make(chan bool, 1)}
 	if !g.join(f) && !<-f.wake {
 		return f.err
 	}
@@ -157,11 +160,13 @@ type forwardGroup struct {
 	gathering bool          // a sender waits for the callers answered
 	arrived   chan struct{} // signalled when a batch is queued while gathering
 	bounds    gatherBounds  // defaultGather, unless a test sets them
+	maxBytes  int           // bound of the sizes of the batches of a call (0: none)
 }
 
 // forward is one batch to forward and, once answered, its outcome.
 type forward struct {
 	cmds []store.Command
+	size int // batchSize of cmds
 	out  *store.Replies
 	err  error
 	wake chan bool // false: answered (err is set); true: make the next call
@@ -174,6 +179,7 @@ func (p *RESPPeers) forwarding(key peerKey) *forwardGroup {
 	g := p.groups[key]
 	if g == nil {
 		g = newForwardGroup()
+		g.maxBytes = p.callBytes
 		p.groups[key] = g
 	}
 	return g
@@ -205,8 +211,9 @@ func (g *forwardGroup) join(f *forward) bool {
 	return false
 }
 
-// take appends queued batches to fs, up to maxForwardBatches in all, and
-// returns it. After a slow call (one that took gatherFrom or more) it
+// take appends queued batches to fs, in order, up to maxForwardBatches in
+// all and as long as their sizes add up to maxBytes at most, and returns
+// it. After a slow call (one that took gatherFrom or more) it
 // first waits for the callers answered since a call last took the queue,
 // with the bounds of the leader's group commit: until none came for a
 // quarter of the last call's time, or for as long as it took (at most
@@ -219,7 +226,15 @@ func (g *forwardGroup) take(fs []*forward) []*forward {
 	if idle, limit, slow := g.bounds.after(g.call); slow && expect > len(fs)+len(g.queue) && !g.gathering {
 		g.gather(expect-len(fs), idle, limit)
 	}
-	n := min(len(g.queue), maxForwardBatches-len(fs))
+	size := 0
+	for _, f := range fs {
+		size += f.size
+	}
+	n := 0
+	for n < len(g.queue) && len(fs)+n < maxForwardBatches && (g.maxBytes == 0 || size+g.queue[n].size <= g.maxBytes) {
+		size += g.queue[n].size
+		n++
+	}
 	fs = append(fs, g.queue[:n]...)
 	rest := copy(g.queue, g.queue[n:])
 	clear(g.queue[rest:])

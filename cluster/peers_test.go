@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -95,5 +96,36 @@ func TestForwardGather(t *testing.T) {
 				t.Fatalf("called with %d batches, want %d", len(fs), tc.calls)
 			}
 		})
+	}
+}
+
+// TestForwardCallBytes checks that a forwarding call takes the batches
+// queued, in order, only while their sizes add up to the group's bound,
+// and leaves the rest queued for the next call.
+func TestForwardCallBytes(t *testing.T) {
+	g := newForwardGroup()
+	g.maxBytes = 100
+	batch := func(size int) *forward { return &forward{size: size, wake: make(chan bool, 1)} }
+	first := batch(30)
+	if !g.join(first) {
+		t.Fatal("the first batch may not make a call")
+	}
+	queued := []*forward{batch(50), batch(20), batch(10), batch(40)}
+	for _, f := range queued {
+		g.senders = maxForwardSenders // each waits for a call
+		if g.join(f) {
+			t.Fatal("a batch made a call with every sender busy")
+		}
+	}
+	got := g.take([]*forward{first})
+	if want := []*forward{first, queued[0], queued[1]}; !slices.Equal(got, want) {
+		t.Fatalf("the call took %d batches, want the first three (100 bytes)", len(got))
+	}
+	if !slices.Equal(g.queue, queued[2:]) {
+		t.Fatalf("%d batches left queued, want the last two", len(g.queue))
+	}
+	g.maxBytes = 0 // unbounded
+	if got := g.take(nil); !slices.Equal(got, queued[2:]) {
+		t.Fatalf("an unbounded call took %d batches, want 2", len(got))
 	}
 }

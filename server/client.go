@@ -584,13 +584,27 @@ func (c *client) reject(spec *proto.Spec, msg string) {
 }
 
 // flushPending executes the batched keyspace commands in order: each run
-// of reads on the read path, each run of writes through the Applier.
+// of reads on the read path, each run of writes through the Applier, cut
+// into batches the log takes (--max-write-bytes) when it may be larger.
 func (c *client) flushPending() {
 	mark := c.out.Len()
+	// Commands encode to fewer bytes than their requests take, so a batch
+	// read from less input than the bound needs no cutting.
+	limit := c.s.maxWriteBytes
+	split := c.used > limit
 	for i := 0; i < len(c.pending); {
 		write := isWrite(c.pending[i].Spec, c.pending[i].Args)
 		j := i + 1
+		size := 0
+		if split && write {
+			size = cluster.CommandSize(c.pending[i])
+		}
 		for j < len(c.pending) && isWrite(c.pending[j].Spec, c.pending[j].Args) == write {
+			if split && write {
+				if size += cluster.CommandSize(c.pending[j]); size > limit {
+					break // the writes from j on go in a batch of their own
+				}
+			}
 			j++
 		}
 		c.execStore(c.pending[i:j], write)

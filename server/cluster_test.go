@@ -15,7 +15,9 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/presenced/presenced/cluster"
 	"github.com/presenced/presenced/server/redisserver"
+	"github.com/presenced/presenced/store"
 )
 
 // These tests run three servers in one process, replicating over TCP on
@@ -1063,6 +1065,59 @@ func TestJoinItself(t *testing.T) {
 			t.Errorf("join through %s: error %v", join, err)
 		}
 	}
+}
+
+// TestMaxWriteBytes checks the bound on a batch of writes through the log
+// (--max-write-bytes) in a cluster of three, on the leader and on a
+// follower, which forwards writes: a command or a MULTI block over it is
+// refused with nothing applied, and a pipeline of writes each within it is
+// cut into batches that are. A node alone takes the command and the block.
+func TestMaxWriteBytes(t *testing.T) {
+	const limit = 64 << 10
+	bound := func(c *Config) { c.Cluster.MaxBatchBytes = limit }
+	srvs := startCluster(t, 3, bound)
+	leader := clusterLeader(t, srvs)
+	size := func(args ...string) int { return cluster.CommandSize(store.Command{Args: argv(args...)}) }
+	big, part := strings.Repeat("x", limit), strings.Repeat("y", limit/3)
+	// check sends each kind of write to the server at addr; refused is the
+	// reply the big ones get, or "" if they are taken.
+	check := func(t *testing.T, addr string, refused func(size int) string) {
+		c := dial(t, addr)
+		want, exec := "+OK\r\n", "*4\r\n"+strings.Repeat("+OK\r\n", 4)
+		if refused != nil {
+			want, exec = refused(size("SET", "big", big)), refused(4*size("SET", "m0", part))
+		}
+		c.expect(want, "SET", "big", big)
+		c.expect("+OK\r\n", "MULTI")
+		for i := range 4 {
+			c.expect("+QUEUED\r\n", "SET", "m"+strconv.Itoa(i), part)
+		}
+		c.expect(exec, "EXEC")
+		var pipeline []byte
+		keys := []string{"EXISTS"}
+		for i := range 8 {
+			keys = append(keys, "p"+strconv.Itoa(i))
+			pipeline = redisserver.AppendCommand(pipeline, "SET", keys[len(keys)-1], part)
+		}
+		c.send(pipeline)
+		if got := c.replies(8); got != strings.Repeat("+OK\r\n", 8) {
+			t.Errorf("pipeline of 8 SETs of %d bytes: %q", len(part), got)
+		}
+		if refused != nil {
+			c.expect(":8\r\n", append(keys, "big", "m0")...)
+		} else {
+			c.expect(":10\r\n", append(keys, "big", "m0")...)
+		}
+	}
+	refusal := func(size int) string {
+		return fmt.Sprintf("-ERR write too large for the raft log: %d bytes in one batch (a command, a pipeline's batch or a MULTI block), over --max-write-bytes %d\r\n", size, limit)
+	}
+	t.Run("leader", func(t *testing.T) { check(t, leader.Addr(), refusal) })
+	t.Run("follower", func(t *testing.T) {
+		dial(t, leader.Addr()).expect(":8\r\n", "DEL", "p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7")
+		check(t, clusterFollowers(srvs, leader)[0].Addr(), refusal)
+	})
+	t.Run("alone", func(t *testing.T) { check(t, startServer(t, bound).Addr(), nil) })
 }
 
 // TestWait checks WAIT in a 3-node cluster: it counts the followers that

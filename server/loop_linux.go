@@ -307,8 +307,8 @@ func (l *eventLoop) applyWrites() {
 	now := time.Now()
 	size := 0
 	for _, c := range l.pass {
-		if len(c.pending) == 0 || !allWrites(c.pending) {
-			continue
+		if len(c.pending) == 0 || !allWrites(c.pending) || c.used > l.s.maxWriteBytes {
+			continue // flushPending runs them, cut as the log's bound needs
 		}
 		first, mark := len(c.out.Ends), c.out.Len()
 		if c.unchanged(c.pending, now) {
@@ -316,7 +316,7 @@ func (l *eventLoop) applyWrites() {
 			c.clearPending()
 			continue
 		}
-		if size > 0 && size+c.used > maxPassWrite {
+		if size > 0 && size+c.used > min(maxPassWrite, l.s.maxWriteBytes) {
 			l.commitWrites(now)
 			size = 0
 		}

@@ -36,6 +36,9 @@ type Server struct {
 	history     *history.History // nil with history off
 	started     time.Time
 	startupHeap uint64 // the heap in use when New began, MEMORY STATS's startup.allocated
+	// maxWriteBytes is the log's bound on a batch of writes
+	// (cluster.Config.MaxBatchBytes): a connection cuts a longer batch.
+	maxWriteBytes int
 
 	settings settings
 	stats    stats
@@ -94,6 +97,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{store: store.New(), quit: make(chan struct{}), shutdown: make(chan struct{}), runID: newRunID()}
 	s.buffers.limit = keptBudget
+	s.maxWriteBytes = cfg.Cluster.MaxBatchBytes
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	s.startupHeap = m.HeapAlloc
