@@ -58,6 +58,7 @@ type TooLargeError struct {
 	Size, Limit int // the batch's encoded size (a bound), and the limit
 }
 
+// Error returns the Go error text.
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("cluster: a batch of %d bytes of writes is over the limit of %d", e.Size, e.Limit)
 }

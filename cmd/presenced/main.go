@@ -63,7 +63,7 @@ func main() {
 	fs.StringVar(&cc.Join, "join", "", "host:port of any member's client port: join that cluster (when --dir holds no cluster yet)")
 	yesNoFlag(fs, &cc.AppendOnly, "appendonly", "yes: keep the raft log and snapshots in --dir, to restart with the data; no: in memory")
 	fs.StringVar(&cc.AppendFsync, "appendfsync", cc.AppendFsync, "always: fsync before acknowledging; everysec: once a second; no: leave it to the OS")
-	fs.IntVar(&cc.MaxBatchBytes, "max-write-bytes", cc.MaxBatchBytes, "the most bytes one batch of writes (a command, a pipeline's batch, a MULTI block) may carry through the raft log; a larger one is refused")
+	fs.IntVar(&cc.MaxBatchBytes, "max-write-bytes", cc.MaxBatchBytes, "the most bytes one batch of writes (a command, a pipeline's batch, a MULTI block) may carry through the raft log; a node with other voters refuses a larger one")
 	fs.StringVar(&cc.LogLevel, "raft-log-level", cc.LogLevel, "the least severe of raft's log lines written: trace, debug, info, warn or error")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's pprof profiles over HTTP on this address (e.g. 127.0.0.1:6060)")
 	var bitTTL []store.BitTTLRule
