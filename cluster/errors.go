@@ -39,6 +39,13 @@ var (
 	ErrNoLeader error = &replyError{"cluster: no leader",
 		"CLUSTERDOWN No leader is reachable from this node, retry later"}
 
+	// ErrRemoved is returned instead of ErrNoLeader by a node that finds
+	// no leader and whose latest configuration does not list it: a member
+	// removed it (RAFT REMOVE), and since the leader no longer sends it
+	// heartbeats it will not find one. The write was not applied.
+	ErrRemoved error = &replyError{"cluster: removed from the cluster",
+		"CLUSTERDOWN This node is no longer a member of the cluster (RAFT REMOVE took it out): RAFT ADD on a member adds it back"}
+
 	// ErrBehind is returned for a linearizable read on a node that did
 	// not apply, within Config.LeaderWait, the writes the read must see:
 	// its state machine is slow, or it is catching up with the leader.

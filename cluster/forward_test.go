@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/presenced/presenced/store"
@@ -306,6 +307,49 @@ func TestMembershipRefusals(t *testing.T) {
 	if m, _ := solo.node.Members(); len(m) != 1 {
 		t.Errorf("members after refusing to remove the last voter: %v", m)
 	}
+}
+
+// TestRemovedFollower checks that a follower removed from the cluster,
+// still running, refuses writes and linearizable reads with ErrRemoved
+// once it knows no leader, rather than waiting LeaderWait for one that
+// never comes (ErrNoLeader), and serves them again once added back.
+func TestRemovedFollower(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.LeaderWait = time.Minute })
+	l := c.leader()
+	var f *testNode
+	for _, tn := range c.nodes {
+		if tn != l {
+			f = tn
+		}
+	}
+	if err := l.node.RemoveServer(c.ctx, f.id); err != nil {
+		t.Fatal(err)
+	}
+	write := []store.Command{cmd(0, "INCR", "k")}
+	// Until its heartbeat timeout the follower still knows the leader,
+	// which takes the writes it forwards.
+	err := f.node.Apply(write, new(store.Replies))
+	for err == nil && c.ctx.Err() == nil {
+		err = f.node.Apply(write, new(store.Replies))
+	}
+	if err != ErrRemoved {
+		t.Fatalf("a write on the removed follower: %v, want %v", err, ErrRemoved)
+	}
+	if err := f.node.ReadBarrier(c.ctx); err != ErrRemoved {
+		t.Fatalf("a read barrier on the removed follower: %v, want %v", err, ErrRemoved)
+	}
+	if err := l.node.AddVoter(c.ctx, f.id, string(f.addr)); err != nil {
+		t.Fatal(err)
+	}
+	c.formed()
+	var out store.Replies
+	if err := f.node.Apply(write, &out); err != nil {
+		t.Fatalf("a write on the follower added back: %v", err)
+	}
+	if err := f.node.ReadBarrier(c.ctx); err != nil {
+		t.Fatalf("a read barrier on the follower added back: %v", err)
+	}
+	c.converge()
 }
 
 // TestRemoveLeaderItself checks that a leader asked to remove itself,

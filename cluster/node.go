@@ -248,7 +248,8 @@ func (n *Node) clientPortPeers() Peers {
 
 // checkJoined refuses to restart a node whose data dir holds a cluster
 // that the member at cfg.Join is not part of: the member answers, and
-// does not list this node at addr. A member that does not answer (the
+// does not list this node at addr (it says so when the node was removed
+// from the cluster: its own latest configuration leaves it out). A member that does not answer (the
 // whole cluster restarting, say) is not evidence either way.
 func (n *Node) checkJoined(addr string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
@@ -264,6 +265,10 @@ func (n *Node) checkJoined(addr string) error {
 			return nil
 		}
 		ids = append(ids, m.ID+"@"+m.Address)
+	}
+	if n.removed() {
+		return fmt.Errorf("cluster: data dir %s holds node %s, which RAFT REMOVE took out of the cluster of --join %s: RAFT ADD %s %s on a member adds it back, or an empty --dir joins anew",
+			n.cfg.Dir, n.cfg.NodeID, n.cfg.Join, n.cfg.NodeID, addr)
 	}
 	return fmt.Errorf("cluster: data dir %s belongs to another cluster than --join %s, whose members are %s",
 		n.cfg.Dir, n.cfg.Join, strings.Join(ids, ", "))
@@ -711,6 +716,19 @@ func (n *Node) TickLocal() (uint64, error) {
 	return n.raft.CommitIndex(), err
 }
 
+// removed reports whether this node's latest configuration (committed or
+// not) lists members but not this node: RAFT REMOVE took it out. A node
+// that has not joined yet knows no members.
+func (n *Node) removed() bool {
+	servers := n.raft.GetConfiguration().Configuration().Servers
+	for _, s := range servers {
+		if s.ID == raft.ServerID(n.cfg.NodeID) {
+			return false
+		}
+	}
+	return len(servers) > 0
+}
+
 // retryPause bounds how long a call that found no usable leader waits for
 // news of one before it tries again.
 const retryPause = 50 * time.Millisecond
@@ -718,13 +736,16 @@ const retryPause = 50 * time.Millisecond
 // withLeader calls call with the leader's raft address, and whether that
 // is this node, until it succeeds or fails in a way that retrying cannot
 // help, or ctx ends: then a call that never reached a leader fails with
-// ErrNoLeader.
+// ErrNoLeader. On a node removed from the cluster it fails at once with
+// ErrRemoved while no leader is known.
 func (n *Node) withLeader(ctx context.Context, call func(addr string, self bool) error) error {
 	for {
 		seen := n.leaders.get()
 		err := ErrNoLeader
 		if addr, id := n.Leader(); id != "" {
 			err = call(addr, id == n.cfg.NodeID)
+		} else if n.removed() {
+			return ErrRemoved
 		}
 		if !errors.Is(err, errNotSent) && err != ErrNotLeader && err != ErrNoLeader {
 			return err

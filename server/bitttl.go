@@ -101,7 +101,7 @@ func (e storeError) RedisError() string { return string(e) }
 func (s *Server) SetBitTTL(ctx context.Context, rules []store.BitTTLRule) error {
 	for {
 		err := s.setBitTTL(rules)
-		if err == nil || !errors.Is(err, cluster.ErrNoLeader) && !errors.Is(err, cluster.ErrNotLeader) {
+		if err == nil || !errors.Is(err, cluster.ErrNoLeader) && !errors.Is(err, cluster.ErrNotLeader) && !errors.Is(err, cluster.ErrRemoved) {
 			return err
 		}
 		select {

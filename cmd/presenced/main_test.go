@@ -146,17 +146,24 @@ func refuse(t *testing.T, args ...string) string {
 // reads and writes do not wait for an election.
 func (p *proc) waitLeader() {
 	p.t.Helper()
+	p.waitInfo("it knows a leader", func(info string) bool { return !strings.Contains(info, "leader_id:\r\n") })
+}
+
+// waitInfo waits until the node's RAFT INFO satisfies cond, which what
+// describes.
+func (p *proc) waitInfo(what string, cond func(info string) bool) {
+	p.t.Helper()
 	rdb := p.client(0)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
 		info, err := rdb.Do(ctx, "RAFT", "INFO").Text()
-		if err == nil && !strings.Contains(info, "leader_id:\r\n") {
+		if err == nil && cond(info) {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			p.t.Fatalf("no leader: %v %q", err, info)
+			p.t.Fatalf("waiting until %s: %v %q", what, err, info)
 		case <-time.After(backoff):
 		}
 	}
@@ -516,6 +523,42 @@ func TestDataDirOfAnotherCluster(t *testing.T) {
 	info, err := pa.client(0).Do(context.Background(), "RAFT", "INFO").Text()
 	if err != nil || !strings.Contains(info, "members:1\r\n") {
 		t.Errorf("cluster a after the refused join: %q, %v", info, err)
+	}
+}
+
+// TestRemovedNodeRestart restarts, with the same flags, a node that RAFT
+// REMOVE took out of its cluster: it is refused with a message that says
+// so and how to add it back, and starts again once RAFT ADD has.
+func TestRemovedNodeRestart(t *testing.T) {
+	ctx := context.Background()
+	a := newNode(t, "a1")
+	pa := a.start(t)
+	for _, id := range []string{"a2", "a3"} {
+		newNode(t, id).start(t, "--join", pa.addr)
+	}
+	c := newNode(t, "a4")
+	pc := c.start(t, "--join", pa.addr)
+	if err := pa.client(0).Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pa.client(0).Do(ctx, "RAFT", "REMOVE", "a4").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The leader sends the removal on to the removed node as it stops
+	// replicating to it; wait until it has it before stopping it.
+	pc.waitInfo("it lists three members", func(info string) bool { return strings.Contains(info, "members:3\r\n") })
+	pc.stop()
+
+	out := refuse(t, c.args("--join", pa.addr)...)
+	if want := "holds node a4, which RAFT REMOVE took out of the cluster of --join " + pa.addr + ": RAFT ADD a4 " + c.raftAddr; !strings.Contains(out, want) {
+		t.Errorf("restarting a removed node: the output does not say %q:\n%s", want, out)
+	}
+	if err := pa.client(0).Do(ctx, "RAFT", "ADD", "a4", c.raftAddr).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pc = c.start(t, "--join", pa.addr)
+	if got, err := pc.client(0).Get(ctx, "k").Result(); got != "v" || err != nil {
+		t.Errorf("GET on the node added back: %q, %v", got, err)
 	}
 }
 
