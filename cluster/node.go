@@ -165,6 +165,10 @@ func (n *Node) start(network *Network) error {
 			return err
 		}
 	}
+	moved, err := n.checkOwnAddress(string(trans.LocalAddr()))
+	if err != nil {
+		return err
+	}
 	if n.SoleVoter() {
 		if err := n.standNow(); err != nil {
 			return fmt.Errorf("cluster: %w", err)
@@ -177,7 +181,64 @@ func (n *Node) start(network *Network) error {
 		n.goFunc(n.fsyncLoop)
 	}
 	n.goFunc(n.compactLoop)
+	if moved {
+		n.moveSelf(string(trans.LocalAddr()))
+	}
 	return nil
+}
+
+// checkOwnAddress compares the raft address at which the membership in
+// this node's state lists it with addr, where it is now. It reports
+// whether they differ on the cluster's only voter, which moves to addr
+// (see moveSelf); it refuses a member of a larger cluster, whose other
+// members would go on calling it at the old address: it would never hear
+// from a leader, and stand for election in vain.
+func (n *Node) checkOwnAddress(addr string) (moved bool, err error) {
+	if n.cfg.Join != "" {
+		return false, nil // checkJoined asked a member instead
+	}
+	var was string
+	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
+		if s.ID == raft.ServerID(n.cfg.NodeID) {
+			was = string(s.Address)
+		}
+	}
+	switch {
+	case was == "" || was == addr:
+		return false, nil
+	case n.SoleVoter():
+		return true, nil
+	}
+	return false, movedError(n.cfg.Dir, n.cfg.NodeID, "its record of the membership", was, addr)
+}
+
+// movedError refuses to restart node id of data dir dir at raft address
+// addr, where by (the members, or the node's record of them) has it at
+// was.
+func movedError(dir, id, by, was, addr string) error {
+	return fmt.Errorf("cluster: data dir %s holds node %s, at raft address %s by %s, not %s: start it with --raft-addr %s (or, behind a proxy that forwards %s here, --raft-advertise %s), or move it with RAFT REMOVE %s on a member and --join from an empty --dir",
+		dir, id, was, by, addr, was, was, was, id)
+}
+
+// moveSelf records addr as this node's raft address in the membership,
+// on the cluster's only voter restarted at another address: raft changes
+// a member's address only by a change of the membership (an AddVoter of
+// the same ID). A failure is logged: the node serves either way, only
+// the address it lists for itself is stale.
+func (n *Node) moveSelf(addr string) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
+	defer cancel()
+	err := n.withLeader(ctx, func(_ string, self bool) error {
+		if !self {
+			return ErrNotLeader
+		}
+		return n.raftWait(ctx, func(timeout time.Duration) raft.Future {
+			return n.raft.AddVoter(raft.ServerID(n.cfg.NodeID), raft.ServerAddress(addr), 0, timeout)
+		})
+	})
+	if err != nil {
+		n.log.Warn("could not record this node's new raft address in the membership", "addr", addr, "error", err)
+	}
 }
 
 // standNow has a node that is its cluster's only voter stand for election
@@ -261,8 +322,11 @@ func (n *Node) checkJoined(addr string) error {
 	}
 	var ids []string
 	for _, m := range members {
-		if m.ID == n.cfg.NodeID && m.Address == addr {
+		switch {
+		case m.ID == n.cfg.NodeID && m.Address == addr:
 			return nil
+		case m.ID == n.cfg.NodeID:
+			return movedError(n.cfg.Dir, n.cfg.NodeID, "the members of --join "+n.cfg.Join, m.Address, addr)
 		}
 		ids = append(ids, m.ID+"@"+m.Address)
 	}

@@ -562,6 +562,46 @@ func TestRemovedNodeRestart(t *testing.T) {
 	}
 }
 
+// TestMovedNode restarts nodes at another raft address: a lone node moves
+// there, and the membership it lists follows; a member of three is
+// refused, with or without --join, with a message that says where the
+// others call it.
+func TestMovedNode(t *testing.T) {
+	ctx := context.Background()
+	solo := newNode(t, "s1")
+	p := solo.start(t)
+	if err := p.client(0).Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.stop()
+	solo.raftAddr = freeAddr(t)
+	p = solo.start(t)
+	p.waitInfo("it lists itself at its new address", func(info string) bool {
+		return strings.Contains(info, "member0:id=s1,addr="+solo.raftAddr+",voter=1\r\n")
+	})
+	if got, err := p.client(0).Get(ctx, "k").Result(); got != "v" || err != nil {
+		t.Errorf("GET after moving: %q, %v", got, err)
+	}
+
+	a := newNode(t, "a1")
+	pa := a.start(t)
+	newNode(t, "a2").start(t, "--join", pa.addr)
+	c := newNode(t, "a3")
+	c.start(t, "--join", pa.addr).stop()
+	moved := c
+	moved.raftAddr = freeAddr(t)
+	for by, args := range map[string][]string{
+		"its record of the membership":     moved.args(),
+		"the members of --join " + pa.addr: moved.args("--join", pa.addr),
+	} {
+		out := refuse(t, args...)
+		if want := "holds node a3, at raft address " + c.raftAddr + " by " + by + ", not " + moved.raftAddr; !strings.Contains(out, want) {
+			t.Errorf("restarting a member at another raft address: the output does not say %q:\n%s", want, out)
+		}
+	}
+	c.start(t)
+}
+
 // TestBitTTLFlag starts presenced with --bit-ttl rules: they are
 // installed through the log, SETBIT arms them, and bad values are refused.
 func TestBitTTLFlag(t *testing.T) {
