@@ -278,7 +278,7 @@ func (n *Node) join(addr string) error {
 	defer cancel()
 	member := n.clientPortPeers()
 	err := member.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr)
-	for errors.Is(err, errNotSent) && ctx.Err() == nil {
+	for errors.Is(err, errNotSent) && !errors.Is(err, errPassword) && ctx.Err() == nil {
 		// The member may still be starting: try again shortly.
 		select {
 		case <-time.After(retryPause):
@@ -294,6 +294,8 @@ func (n *Node) join(addr string) error {
 		return nil
 	case errors.As(err, &re) && strings.HasPrefix(re.Reply, "ERR unknown command"):
 		return fmt.Errorf("cluster: --join %s is not a presenced node (it replied %q)", n.cfg.Join, re.Reply)
+	case errors.Is(err, errPassword), errors.As(err, &re) && isAuthRefusal(re.Reply):
+		return fmt.Errorf("cluster: --join %s refused this node's password: every member needs the same --requirepass (%v)", n.cfg.Join, err)
 	}
 	return fmt.Errorf("cluster: joining through %s: %w", n.cfg.Join, err)
 }

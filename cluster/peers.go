@@ -107,6 +107,17 @@ func (e *RemoteError) RedisError() string { return e.Reply }
 // errNotSent marks a call that failed before its request was sent.
 var errNotSent = errors.New("cluster: request not sent")
 
+// errPassword marks a call whose connection the member refused to
+// authenticate: it did not take this node's password (its requirepass),
+// or wants one and this node has none. Members need the same password.
+var errPassword = errors.New("cluster: the member refused this node's password")
+
+// isAuthRefusal reports whether a member's error reply refuses a
+// connection's authentication.
+func isAuthRefusal(reply string) bool {
+	return strings.HasPrefix(reply, "WRONGPASS ") || strings.HasPrefix(reply, "NOAUTH ")
+}
+
 // Forward implements Peers; out's protocol is the one the leader answers
 // in. The batches forwarded to a node at once are
 // sent together: at most maxForwardSenders calls to addr are in flight,
@@ -554,7 +565,10 @@ func (p *RESPPeers) open(ctx context.Context, key peerKey, cut bool) (c *peerCon
 		dialCtx = ctx
 	}
 	c, err = p.get(dialCtx, key, deadline)
-	if err != nil {
+	switch {
+	case errors.Is(err, errPassword):
+		return nil, nil, fmt.Errorf("%w: %w", errNotSent, err)
+	case err != nil:
 		return nil, nil, fmt.Errorf("%w: %v", errNotSent, err)
 	}
 	c.nc.SetDeadline(deadline)
@@ -638,6 +652,9 @@ func (p *RESPPeers) get(ctx context.Context, key peerKey, deadline time.Time) (*
 	replies, err := c.write(w.B, 1)
 	if err == nil && replies[0][0] == '-' {
 		err = remoteError(replies[0])
+		if re, ok := err.(*RemoteError); ok && isAuthRefusal(re.Reply) {
+			err = fmt.Errorf("%w: %s", errPassword, re.Reply)
+		}
 	}
 	if err != nil {
 		nc.Close()

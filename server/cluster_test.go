@@ -1033,6 +1033,31 @@ func TestJoinNotPresenced(t *testing.T) {
 	}
 }
 
+// TestJoinWithWrongPassword checks that a server whose password the
+// member at --join refuses, or that has none where the member wants one,
+// fails to start at once and says so, rather than retrying until the join
+// times out.
+func TestJoinWithWrongPassword(t *testing.T) {
+	member := startServer(t, withPassword("secret"))
+	for _, pass := range []string{"", "wrong"} {
+		cfg := DefaultConfig()
+		cfg.Port = 0
+		cfg.RequirePass = pass
+		cfg.Dir = t.TempDir()
+		cfg.Cluster = testClusterConfig(cfg.Dir)
+		cfg.Cluster.Bootstrap = false
+		cfg.Cluster.Join = member.Addr()
+		srv, err := New(cfg)
+		if err == nil {
+			srv.Close()
+			t.Fatalf("a server with password %q joined a member whose password is another", pass)
+		}
+		if want := "--join " + member.Addr() + " refused this node's password"; !strings.Contains(err.Error(), want) {
+			t.Errorf("password %q: error %v, want it to say %q", pass, err, want)
+		}
+	}
+}
+
 // TestJoinItself checks that a server told to join through its own
 // client port or raft address refuses to start at once, saying so.
 func TestJoinItself(t *testing.T) {
