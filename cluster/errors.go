@@ -75,6 +75,27 @@ func (e *TooLargeError) RedisError() string {
 	return fmt.Sprintf("ERR write too large for the raft log: %d bytes in one batch (a command, a pipeline's batch or a MULTI block), over --max-write-bytes %d", e.Size, e.Limit)
 }
 
+// LogWriteError is ErrNoLeader or ErrBehind (its Base) on a node whose
+// last write to its raft log failed, a full disk say: such a node can
+// neither lead, since raft steps a leader down when its log write fails,
+// nor take the leader's entries as a follower. Its reply names the cause,
+// as Redis's MISCONF names a failed write of its AOF.
+type LogWriteError struct {
+	Base  error  // ErrNoLeader or ErrBehind
+	Cause string // the log write's error
+}
+
+// Error returns the Go error text.
+func (e *LogWriteError) Error() string { return "cluster: writing the raft log: " + e.Cause }
+
+// RedisError returns the text of the error reply a client gets.
+func (e *LogWriteError) RedisError() string {
+	return "MISCONF Errors writing to the raft log: " + e.Cause
+}
+
+// Unwrap returns Base: callers tell the error apart as they tell Base.
+func (e *LogWriteError) Unwrap() error { return e.Base }
+
 // ErrAlone is Handover's refusal on a leader that is the only voter:
 // nobody can take the leadership over.
 var ErrAlone = memberError("no other voter to hand the leadership to")

@@ -677,7 +677,7 @@ func (n *Node) closeStores() error {
 // On a follower it forwards the batch to the leader. While no leader is
 // reachable it retries for up to Config.LeaderWait. It implements the
 // server's Applier. Errors: ErrNoLeader, ErrNotLeader and ErrClosed (not
-// applied), a *TooLargeError (not applied), ErrUnknownOutcome (maybe
+// applied), a *TooLargeError or a *LogWriteError (not applied), ErrUnknownOutcome (maybe
 // applied), a *RemoteError relayed from the leader, or an error of a
 // corrupted entry.
 func (n *Node) Apply(cmds []store.Command, out *store.Replies) error {
@@ -761,7 +761,7 @@ func (n *Node) Tick(ctx context.Context) error {
 			return err
 		}
 		if n.fsm.applied.wait(ctx, index) != nil {
-			return ErrBehind
+			return n.logFailure(ErrBehind)
 		}
 		return nil
 	})
@@ -780,6 +780,18 @@ func (n *Node) TickLocal() (uint64, error) {
 	}
 	err := n.batch.apply(nil, new(store.Replies), false)
 	return n.raft.CommitIndex(), err
+}
+
+// logFailure returns err, or, while this node's last write to its raft
+// log failed (its disk is full, say), an error that says so: such a node
+// can neither lead (raft steps a leader down when its log write fails) nor
+// keep up as a follower, which is why err happened.
+func (n *Node) logFailure(err error) error {
+	failed := n.logWrites.failure()
+	if failed == nil {
+		return err
+	}
+	return &LogWriteError{Base: err, Cause: strings.ReplaceAll(failed.Error(), "\n", " ")}
 }
 
 // removed reports whether this node's latest configuration (committed or
@@ -802,8 +814,9 @@ const retryPause = 50 * time.Millisecond
 // withLeader calls call with the leader's raft address, and whether that
 // is this node, until it succeeds or fails in a way that retrying cannot
 // help, or ctx ends: then a call that never reached a leader fails with
-// ErrNoLeader. On a node removed from the cluster it fails at once with
-// ErrRemoved while no leader is known.
+// ErrNoLeader (a *LogWriteError while this node cannot write its log). On
+// a node removed from the cluster it fails at once with ErrRemoved while
+// no leader is known.
 func (n *Node) withLeader(ctx context.Context, call func(addr string, self bool) error) error {
 	for {
 		seen := n.leaders.get()
@@ -820,7 +833,7 @@ func (n *Node) withLeader(ctx context.Context, call func(addr string, self bool)
 		n.leaders.wait(wait, seen+1)
 		cancel()
 		if ctx.Err() != nil || n.closed.Load() {
-			return ErrNoLeader
+			return n.logFailure(ErrNoLeader)
 		}
 	}
 }
@@ -1027,7 +1040,8 @@ func (n *Node) followerReadIndex() (uint64, error) {
 // the store has applied it. Concurrent calls share the request to the
 // leader. It fails with ErrNoLeader when no leader could be asked, and
 // with ErrBehind when the store did not apply the index within
-// Config.LeaderWait.
+// Config.LeaderWait; with a *LogWriteError for either while this node
+// cannot write its raft log.
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	index, err := n.ownReadIndex(ctx)
 	if err == nil && n.fsm.applied.get() >= index {
@@ -1043,12 +1057,12 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 		// leader (a timeout of the shared request, a broken connection),
 		// the answer is that no leader could be asked.
 		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnknownOutcome) {
-			return ErrNoLeader
+			return n.logFailure(ErrNoLeader)
 		}
 		return err
 	}
 	if err := n.fsm.applied.wait(ctx, index); err != nil {
-		return ErrBehind
+		return n.logFailure(ErrBehind)
 	}
 	return nil
 }

@@ -16,7 +16,8 @@ type timedLogs struct {
 	raft.LogStore
 	writes  atomic.Uint64
 	nanos   atomic.Int64
-	written func(time.Duration) // Config.LogWritten, if set
+	written func(time.Duration)   // Config.LogWritten, if set
+	failed  atomic.Pointer[error] // the last write's error; nil once a write succeeds
 }
 
 // StoreLog implements raft.LogStore.
@@ -34,7 +35,20 @@ func (t *timedLogs) StoreLogs(logs []*raft.Log) error {
 	if t.written != nil {
 		t.written(took)
 	}
+	if err != nil {
+		t.failed.Store(&err)
+	} else if t.failed.Load() != nil {
+		t.failed.Store(nil)
+	}
 	return err
+}
+
+// failure returns the error of the last write, if it failed.
+func (t *timedLogs) failure() error {
+	if err := t.failed.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // stats returns the writes so far and the time they took in all.

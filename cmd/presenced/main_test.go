@@ -95,7 +95,12 @@ var readyLine = regexp.MustCompile(`ready to accept connections on (\S+)\n`)
 // is ready, or exited: then addr is empty.
 func launch(t *testing.T, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return launchCmd(t, exec.Command(binary, args...))
+}
+
+// launchCmd is launch of a command that runs presenced.
+func launchCmd(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
 	cmd.Dir = t.TempDir()
 	child, err := proctest.Start(cmd)
 	if err != nil {
@@ -111,7 +116,7 @@ func launch(t *testing.T, args ...string) *proc {
 		return m != nil
 	})
 	if err != nil && !errors.Is(err, proctest.ErrExited) {
-		t.Fatalf("presenced %q did not start: %v", args, err)
+		t.Fatalf("presenced %q did not start: %v", cmd.Args, err)
 	}
 	return p
 }
@@ -600,6 +605,60 @@ func TestMovedNode(t *testing.T) {
 		}
 	}
 	c.start(t)
+}
+
+// TestLogWriteFailure runs a node whose raft log cannot grow past a file
+// size limit (ulimit -f), as a full disk stops it: once the log's file is
+// full, writes and reads are refused with MISCONF naming the failure,
+// rather than the CLUSTERDOWN of a node that finds no leader; restarted
+// without the limit, the node has every write it acknowledged and none it
+// refused.
+func TestLogWriteFailure(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t, "f1")
+	limited := exec.Command("sh", append([]string{"-c", `ulimit -f 8192 && exec "$0" "$@"`, binary}, n.args()...)...)
+	p := launchCmd(t, limited)
+	if p.addr == "" {
+		t.Fatalf("presenced exited at start (%v); output:\n%s", p.Wait(), p.Output())
+	}
+	p.waitLeader()
+	rdb := p.client(0)
+	value := strings.Repeat("v", 100_000)
+	var acked, refused []string
+	for i := 0; len(refused) == 0; i++ {
+		if i == 1000 {
+			t.Fatal("1,000 SETs of 100 KB, and the log's file never reached its limit")
+		}
+		key := fmt.Sprintf("k%d", i)
+		err := rdb.Set(ctx, key, value, 0).Err()
+		switch {
+		case err == nil:
+			acked = append(acked, key)
+		case strings.HasPrefix(err.Error(), "MISCONF Errors writing to the raft log: ") && strings.Contains(err.Error(), "raft.db"):
+			refused = append(refused, key)
+		case strings.HasPrefix(err.Error(), "UNCERTAIN "):
+			// The leader's failed log write: it may or may not be applied.
+		default:
+			t.Fatalf("SET %s: %v", key, err)
+		}
+	}
+	if err := rdb.Get(ctx, acked[0]).Err(); err == nil || !strings.HasPrefix(err.Error(), "MISCONF ") {
+		t.Errorf("GET on the node that cannot write its log: %v, want MISCONF", err)
+	}
+	p.kill(syscall.SIGKILL)
+
+	p = n.start(t)
+	rdb = p.client(0)
+	for _, key := range acked {
+		if got, err := rdb.Get(ctx, key).Result(); err != nil || got != value {
+			t.Fatalf("acknowledged SET %s after the restart: %d bytes, %v", key, len(got), err)
+		}
+	}
+	for _, key := range refused {
+		if n, err := rdb.Exists(ctx, key).Result(); err != nil || n != 0 {
+			t.Errorf("refused SET %s after the restart: EXISTS %d, %v", key, n, err)
+		}
+	}
 }
 
 // TestBitTTLFlag starts presenced with --bit-ttl rules: they are
