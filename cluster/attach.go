@@ -28,6 +28,11 @@ type Attachment interface {
 	// the local state is at least as new: then it keeps the local state.
 	// It reads r to the end or returns an error.
 	RestoreCopy(r io.Reader) error
+	// Err returns the error that stopped the attachment from following
+	// the applied log, nil while it follows it. A node whose log is on
+	// disk takes no snapshot meanwhile, which would drop from the log the
+	// entries a restart replays into the attachment.
+	Err() error
 }
 
 // A framed snapshot is the state machine's snapshot followed by a copy of

@@ -24,7 +24,20 @@ type memAttachment struct {
 	mu      sync.Mutex
 	version uint64
 	content string
-	offered int // copies handed to RestoreCopy
+	offered int   // copies handed to RestoreCopy
+	err     error // what Err returns
+}
+
+func (a *memAttachment) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+func (a *memAttachment) setErr(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.err = err
 }
 
 func (a *memAttachment) set(version uint64, content string) {
@@ -255,6 +268,49 @@ func TestFramedSnapshotOnDisk(t *testing.T) {
 		t.Fatalf("error does not name the snapshot: %v", err)
 	}
 	n2.dead = true
+}
+
+// TestSnapshotWaitsForAttachment checks that a node whose log is on disk
+// takes no snapshot while its attachment has stopped following the log,
+// so that the log keeps what a restart replays into it, and takes one
+// again once the attachment follows; a node whose log is in memory, which
+// a restart loses anyway, takes it.
+func TestSnapshotWaitsForAttachment(t *testing.T) {
+	for _, onDisk := range []bool{true, false} {
+		atts := map[string]*memAttachment{"n1": {}}
+		dirs := map[string]string{}
+		if onDisk {
+			dirs["n1"] = t.TempDir()
+		}
+		c := newTestCluster(t, 1, withAttachments(atts, dirs))
+		n := c.leader().node
+		write := func() {
+			if err := n.Apply([]store.Command{cmd(0, "INCR", "k")}, new(store.Replies)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write()
+		stopped := errors.New("write history.db: no space left on device")
+		atts["n1"].setErr(stopped)
+		err := n.Snapshot()
+		if onDisk && (err == nil || !strings.Contains(err.Error(), stopped.Error())) {
+			t.Errorf("a snapshot while the attachment is stopped, log on disk: %v", err)
+		}
+		if !onDisk && err != nil {
+			t.Errorf("a snapshot while the attachment is stopped, log in memory: %v", err)
+		}
+		if failed := n.SaveStats().Failed; failed != onDisk {
+			t.Errorf("the last save failed: %v, with the log on disk %v", failed, onDisk)
+		}
+		atts["n1"].setErr(nil)
+		write()
+		if err := n.Snapshot(); err != nil {
+			t.Errorf("a snapshot once the attachment follows again (log on disk %v): %v", onDisk, err)
+		}
+		if n.SaveStats().Failed {
+			t.Errorf("the last save failed after a snapshot that succeeded (log on disk %v)", onDisk)
+		}
+	}
 }
 
 // TestNewLeaderShipsItsAttachment checks that a node that received a

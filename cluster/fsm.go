@@ -269,8 +269,16 @@ func (f *fsm) putReplies(r *store.Replies) {
 }
 
 // Snapshot implements raft.FSM. Raft calls it between two Applies, so the
-// index of the latest entry applied is exact.
+// index of the latest entry applied is exact. With the log on disk it
+// refuses while the attachment has stopped following the log (see
+// Attachment.Err).
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	if f.att != nil && !f.dueBySize {
+		if err := f.att.Err(); err != nil {
+			f.saves.refused()
+			return nil, fmt.Errorf("cluster: no snapshot while the attachment has stopped following the log (%v): the log keeps the entries a restart replays into it", err)
+		}
+	}
 	f.snapshotMark.Store(f.logBytes.Load())
 	f.persisting.Add(1)
 	f.mu.Lock() // a digest captures the state too

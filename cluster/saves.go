@@ -55,6 +55,13 @@ func (s *saves) end(err error) {
 	s.since = time.Time{}
 }
 
+// refused records a snapshot refused before it was captured.
+func (s *saves) refused() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed = true
+}
+
 // current records that the latest snapshot holds the state as it is now,
 // when changes commands have been applied: there is nothing new to save.
 func (s *saves) current(changes uint64) {

@@ -94,8 +94,12 @@ func TestRecordChangesAfterReplay(t *testing.T) {
 	h = mustOpen(t, cfg)
 	h.RecordBitmap(t0+50, 0, "k", s1.Clone(), 10, nil, 0) // skipped, and not the file's last
 	h.RecordChanges(t0+400, 0, "k", s1, 10, roaring.BitmapOf(5), t0+50)
-	if err := h.Sync(); err == nil || !strings.Contains(err.Error(), "last snapshot is at") {
+	err := h.Sync()
+	if err == nil || !strings.Contains(err.Error(), "last snapshot is at") {
 		t.Fatalf("changes on top of a snapshot that is not the file's last: %v", err)
+	}
+	if got := h.Err(); got != err {
+		t.Fatalf("Err after the writer stopped: %v, want %v", got, err)
 	}
 }
 

@@ -246,6 +246,12 @@ func (h *History) Close() error {
 	return err
 }
 
+// Err returns the write error that stopped the recording (a full disk,
+// say), nil while the History records. After one, nothing more is written
+// until the file is opened again; queries answer the error. A node that
+// replays its log into a History opened again records what was missed.
+func (h *History) Err() error { return h.writeErr() }
+
 func (h *History) writeErr() error {
 	h.q.mu.Lock()
 	defer h.q.mu.Unlock()
