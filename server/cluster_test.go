@@ -1013,17 +1013,23 @@ func waitLeaderless(t *testing.T, s *Server) {
 	}
 }
 
-// TestJoinNotPresenced checks that a server told to join through a
-// redis-server refuses to start, saying why.
-func TestJoinNotPresenced(t *testing.T) {
-	ref := redisserver.StartForTest(t, redisserver.Options{})
+// joiningConfig configures a server that joins, as it starts, the cluster
+// of the member at join.
+func joiningConfig(t *testing.T, join string) Config {
 	cfg := DefaultConfig()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
 	cfg.Cluster = testClusterConfig(cfg.Dir)
 	cfg.Cluster.Bootstrap = false
-	cfg.Cluster.Join = ref.Addr()
-	srv, err := New(cfg)
+	cfg.Cluster.Join = join
+	return cfg
+}
+
+// TestJoinNotPresenced checks that a server told to join through a
+// redis-server refuses to start, saying why.
+func TestJoinNotPresenced(t *testing.T) {
+	ref := redisserver.StartForTest(t, redisserver.Options{})
+	srv, err := New(joiningConfig(t, ref.Addr()))
 	if err == nil {
 		srv.Close()
 		t.Fatal("a server joined a redis-server")
@@ -1040,13 +1046,8 @@ func TestJoinNotPresenced(t *testing.T) {
 func TestJoinWithWrongPassword(t *testing.T) {
 	member := startServer(t, withPassword("secret"))
 	for _, pass := range []string{"", "wrong"} {
-		cfg := DefaultConfig()
-		cfg.Port = 0
+		cfg := joiningConfig(t, member.Addr())
 		cfg.RequirePass = pass
-		cfg.Dir = t.TempDir()
-		cfg.Cluster = testClusterConfig(cfg.Dir)
-		cfg.Cluster.Bootstrap = false
-		cfg.Cluster.Join = member.Addr()
 		srv, err := New(cfg)
 		if err == nil {
 			srv.Close()
@@ -1074,13 +1075,9 @@ func TestJoinItself(t *testing.T) {
 		fmt.Sprintf("localhost:%d", port):     "is this node's own client port",
 		fmt.Sprintf("127.0.0.1:%d", raftPort): "is this node's own raft address",
 	} {
-		cfg := DefaultConfig()
+		cfg := joiningConfig(t, join)
 		cfg.Port = port
-		cfg.Dir = t.TempDir()
-		cfg.Cluster = testClusterConfig(cfg.Dir)
 		cfg.Cluster.RaftAddr = fmt.Sprintf("127.0.0.1:%d", raftPort)
-		cfg.Cluster.Bootstrap = false
-		cfg.Cluster.Join = join
 		srv, err := New(cfg)
 		if err == nil {
 			srv.Close()
