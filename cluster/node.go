@@ -1194,10 +1194,34 @@ func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
 				return memberError("address %s is already node %s's", addr, s.ID)
 			}
 		}
+		if err := n.checkReachable(ctx, id, addr); err != nil {
+			return err
+		}
 		return n.raftWait(ctx, func(timeout time.Duration) raft.Future {
 			return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout)
 		})
 	})
+}
+
+// reachTimeout bounds checkReachable's dial.
+const reachTimeout = time.Second
+
+// checkReachable refuses to add a voter that this node, the leader, cannot
+// connect to at addr: the voter would count towards every majority from
+// the start, and a cluster of one that added it could commit nothing more,
+// not even the removal that would undo it, until the voter came up.
+func (n *Node) checkReachable(ctx context.Context, id, addr string) error {
+	if n.mux == nil {
+		return nil // raft's in-memory transport: nothing to dial
+	}
+	ctx, cancel := context.WithTimeout(ctx, reachTimeout)
+	defer cancel()
+	nc, err := dialPeer(ctx, addr, n.mux.sec)
+	if err != nil {
+		return memberError("node %s does not answer at raft address %s (%v): start it first; --join adds it as it starts", id, addr, err)
+	}
+	nc.Close()
+	return nil
 }
 
 // RemoveServer removes a member from the cluster, through the leader. It

@@ -868,6 +868,17 @@ func TestRaftMembership(t *testing.T) {
 	for _, id := range []string{"", "n 9", "n9,voter=1", "n=9", "n\x009"} {
 		ac.expect(fmt.Sprintf("-ERR invalid node ID %q: an ID must not be empty or hold spaces, control characters, ',' or '='\r\n", id), "RAFT", "ADD", id, "127.0.0.1:1")
 	}
+	// Nothing listens at a closed port: a voter there would count towards
+	// every majority from the start.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	if got, want := ac.do("RAFT", "ADD", "n9", closed), "-ERR node n9 does not answer at raft address "+closed+" ("; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "): start it first; --join adds it as it starts\r\n") {
+		t.Errorf("RAFT ADD of an address nothing listens at: %q", got)
+	}
 	if got := raftMembers(t, ac); !slices.Equal(got, all) {
 		t.Fatalf("refused changes changed the members: %q", got)
 	}
