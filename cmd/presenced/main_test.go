@@ -532,8 +532,9 @@ func TestDataDirOfAnotherCluster(t *testing.T) {
 }
 
 // TestRemovedNodeRestart restarts, with the same flags, a node that RAFT
-// REMOVE took out of its cluster: it is refused with a message that says
-// so and how to add it back, and starts again once RAFT ADD has.
+// REMOVE took out of its cluster: with --join it is refused with a
+// message that says so and how to add it back; started without --join, it
+// serves again once RAFT ADD has added it back.
 func TestRemovedNodeRestart(t *testing.T) {
 	ctx := context.Background()
 	a := newNode(t, "a1")
@@ -555,13 +556,17 @@ func TestRemovedNodeRestart(t *testing.T) {
 	pc.stop()
 
 	out := refuse(t, c.args("--join", pa.addr)...)
-	if want := "holds node a4, which RAFT REMOVE took out of the cluster of --join " + pa.addr + ": RAFT ADD a4 " + c.raftAddr; !strings.Contains(out, want) {
+	if want := "holds node a4, which RAFT REMOVE took out of the cluster of --join " + pa.addr + ": to add it back, start it without --join and send RAFT ADD a4 " + c.raftAddr + " to a member"; !strings.Contains(out, want) {
 		t.Errorf("restarting a removed node: the output does not say %q:\n%s", want, out)
+	}
+	pc = launch(t, c.args()...)
+	if pc.addr == "" {
+		t.Fatalf("the removed node did not start without --join (%v):\n%s", pc.Wait(), pc.Output())
 	}
 	if err := pa.client(0).Do(ctx, "RAFT", "ADD", "a4", c.raftAddr).Err(); err != nil {
 		t.Fatal(err)
 	}
-	pc = c.start(t, "--join", pa.addr)
+	pc.waitLeader()
 	if got, err := pc.client(0).Get(ctx, "k").Result(); got != "v" || err != nil {
 		t.Errorf("GET on the node added back: %q, %v", got, err)
 	}
