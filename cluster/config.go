@@ -47,6 +47,13 @@ type Config struct {
 	// add this node as a voter. Empty, such a node bootstraps if
 	// Bootstrap is set and otherwise waits to be added.
 	Join string
+	// Recover makes the node, as it starts, the only voter of its cluster,
+	// with the state it holds in Dir (raft's RecoverCluster): for a
+	// cluster that lost a majority of its voters for good, which can
+	// commit nothing, not even their removal. Its state then includes
+	// every entry of its log, committed or not. It needs AppendOnly and
+	// state in Dir, and neither Bootstrap nor Join.
+	Recover bool
 	// AppendOnly keeps the raft log and snapshots in Dir, so that the node
 	// restarts with its data. Off, they live in memory: the data survives
 	// as long as a majority of the nodes stays up.
@@ -185,6 +192,8 @@ func (c *Config) Validate() error {
 		return errors.New("cluster: a node either bootstraps a cluster or joins one, not both")
 	case c.AppendOnly && c.Dir == "":
 		return errors.New("cluster: Dir must not be empty with AppendOnly")
+	case c.Recover && (!c.AppendOnly || c.Join != "" || c.Bootstrap):
+		return errors.New("cluster: Recover needs AppendOnly (a raft log on disk to recover), and neither Join nor Bootstrap")
 	case c.AppendFsync != FsyncAlways && c.AppendFsync != FsyncEverySec && c.AppendFsync != FsyncNo:
 		return fmt.Errorf("cluster: AppendFsync must be %q, %q or %q, not %q", FsyncAlways, FsyncEverySec, FsyncNo, c.AppendFsync)
 	case c.TickInterval <= 0:

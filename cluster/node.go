@@ -137,6 +137,11 @@ func (n *Node) start(network *Network) error {
 		return fmt.Errorf("cluster: reading raft state: %w", err)
 	}
 	rc := n.raftConfig()
+	if n.cfg.Recover {
+		if err := n.recoverAlone(rc, logs, stable, snaps, trans, existing); err != nil {
+			return err
+		}
+	}
 	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stable, snaps, trans)
 	if err != nil {
 		if n.cfg.AppendOnly {
@@ -183,6 +188,23 @@ func (n *Node) start(network *Network) error {
 	n.goFunc(n.compactLoop)
 	if moved {
 		n.moveSelf(string(trans.LocalAddr()))
+	}
+	return nil
+}
+
+// recoverAlone rewrites this node's raft state so that it is the only
+// voter of its cluster (Config.Recover): raft's RecoverCluster restores the
+// newest snapshot, applies every entry of the log after it (committed or
+// not: the lost majority may never have had them), snapshots the result
+// with a membership of this node alone, and empties the log. NewRaft then
+// starts from that snapshot.
+func (n *Node) recoverAlone(rc *raft.Config, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport, existing bool) error {
+	if !existing {
+		return fmt.Errorf("cluster: nothing to recover: data dir %s holds no raft state", n.cfg.Dir)
+	}
+	alone := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr()}}}
+	if err := raft.RecoverCluster(rc, n.fsm, logs, stable, snaps, trans, alone); err != nil {
+		return fmt.Errorf("cluster: recovering data dir %s: %w", n.cfg.Dir, err)
 	}
 	return nil
 }

@@ -1294,3 +1294,56 @@ func TestApplyRefusesTooLargeBatch(t *testing.T) {
 		t.Errorf("after the batch: n = %q", got)
 	}
 }
+
+// TestRecoverAlone checks Config.Recover: the last node of three, whose
+// two others are gone for good, restarted with it on its data dir, leads
+// a cluster of itself with every write it had (those of its snapshot and
+// those of its log after it) and takes writes again. Recover without
+// state in the dir is refused.
+func TestRecoverAlone(t *testing.T) {
+	dirs := map[string]string{"n1": t.TempDir(), "n2": t.TempDir(), "n3": t.TempDir()}
+	configure := withAttachments(nil, dirs)
+	c := newTestCluster(t, 3, configure)
+	writeAndSnapshot(t, c, 20)
+	l := c.leader()
+	for i := range 10 {
+		if err := l.node.Apply([]store.Command{cmd(0, "SETBIT", "online", strconv.Itoa(1_000_000+i), "1")}, new(store.Replies)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.converge()
+	last := c.byID("n1")
+	for _, tn := range c.live() {
+		c.kill(tn)
+	}
+
+	cfg := testConfig("n1")
+	configure(&cfg)
+	cfg.Bootstrap, cfg.Recover = false, true
+	st := store.New()
+	node, err := Open(cfg, FromStore(st), &Network{Raft: last.trans})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	if got := read(st, cmd(0, "BITCOUNT", "online")); got[0] != ":30\r\n" {
+		t.Fatalf("BITCOUNT after recovering: %q, want 30", got)
+	}
+	if err := node.Apply([]store.Command{cmd(0, "SETBIT", "online", "7", "1")}, new(store.Replies)); err != nil {
+		t.Fatalf("a write after recovering: %v", err)
+	}
+	members, err := node.Members()
+	if err != nil || len(members) != 1 || members[0].ID != "n1" {
+		t.Fatalf("members after recovering: %v, %v", members, err)
+	}
+
+	empty := testConfig("n4")
+	empty.AppendOnly, empty.Dir, empty.Bootstrap, empty.Recover = true, t.TempDir(), false, true
+	_, trans := raft.NewInmemTransport("")
+	if n, err := Open(empty, FromStore(store.New()), &Network{Raft: trans}); err == nil {
+		n.Close()
+		t.Fatal("Recover on an empty data dir started")
+	} else if !strings.Contains(err.Error(), "nothing to recover") {
+		t.Fatalf("Recover on an empty data dir: %v", err)
+	}
+}

@@ -102,6 +102,7 @@ func main() {
 		cfg.MetricsKeys = append(cfg.MetricsKeys, keys...)
 		return err
 	})
+	recoverAlone := fs.Bool("recover", false, "make this node, with the data in --dir, the only voter of its cluster, and exit: for a cluster that lost a majority of its nodes for good (start it again without --recover, then join new nodes to it)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Parse(os.Args[1:])
 	if *version {
@@ -113,8 +114,15 @@ func main() {
 	} else if tc.Cluster {
 		log.Fatalf("presenced: --tls-cluster yes needs --tls-port and its certificates")
 	}
+	switch {
+	case *recoverAlone && cc.Join != "":
+		log.Fatalf("presenced: --recover makes a cluster of this node alone: it takes no --join")
+	case *recoverAlone && !cc.AppendOnly:
+		log.Fatalf("presenced: --recover needs --appendonly yes: it recovers the raft log and snapshots in --dir")
+	}
 	cc.Dir = cfg.Dir
-	cc.Bootstrap = cc.Join == ""
+	cc.Bootstrap = cc.Join == "" && !*recoverAlone
+	cc.Recover = *recoverAlone
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		log.Fatalf("presenced: %v", err)
 	}
@@ -144,6 +152,14 @@ func main() {
 	srv, err := server.New(cfg)
 	if err != nil {
 		log.Fatalf("presenced: %v", err)
+	}
+	if *recoverAlone {
+		applied := srv.Node().Applied()
+		if err := srv.Close(); err != nil {
+			log.Fatalf("presenced: %v", err)
+		}
+		log.Printf("presenced: recovered: node %s is its cluster's only voter, with its data up to raft index %d; start it without --recover, and join other nodes to it from empty data dirs", cc.NodeID, applied)
+		return
 	}
 	if err := srv.Start(); err != nil {
 		log.Fatalf("presenced: %v", err)

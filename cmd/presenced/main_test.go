@@ -666,6 +666,68 @@ func TestLogWriteFailure(t *testing.T) {
 	}
 }
 
+// TestRecover recovers the last node of three whose two others are gone
+// for good: --recover makes it its cluster's only voter and exits, and
+// started again it serves its data and takes writes. --recover is refused
+// with --join, and on a data dir without a cluster.
+func TestRecover(t *testing.T) {
+	ctx := context.Background()
+	a := newNode(t, "r1")
+	pa := a.start(t)
+	pb := newNode(t, "r2").start(t, "--join", pa.addr)
+	c := newNode(t, "r3")
+	pc := c.start(t, "--join", pa.addr)
+	if err := pa.client(0).Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pc.waitInfo("it applied the write", func(info string) bool {
+		return strings.Contains(info, "applied_index:"+infoField(t, pa, "commit_index")+"\r\n")
+	})
+	pa.kill(syscall.SIGKILL)
+	pb.kill(syscall.SIGKILL)
+	pc.stop()
+
+	p := launch(t, c.args("--recover")...)
+	if err := p.Wait(); err != nil || !strings.Contains(p.Output(), "recovered: node r3 is its cluster's only voter") {
+		t.Fatalf("--recover: %v\n%s", err, p.Output())
+	}
+	pc = c.start(t)
+	rdb := pc.client(0)
+	if got, err := rdb.Get(ctx, "k").Result(); got != "v" || err != nil {
+		t.Errorf("GET after recovering: %q, %v", got, err)
+	}
+	if err := rdb.Set(ctx, "k", "w", 0).Err(); err != nil {
+		t.Errorf("SET after recovering: %v", err)
+	}
+	if n := infoField(t, pc, "members"); n != "1" {
+		t.Errorf("members after recovering: %s", n)
+	}
+	pc.stop()
+
+	if out, want := refuse(t, c.args("--recover", "--join", pa.addr)...), "--recover makes a cluster of this node alone: it takes no --join"; !strings.Contains(out, want) {
+		t.Errorf("--recover with --join: the output does not say %q:\n%s", want, out)
+	}
+	if out, want := refuse(t, newNode(t, "r4").args("--recover")...), "nothing to recover"; !strings.Contains(out, want) {
+		t.Errorf("--recover on an empty data dir: the output does not say %q:\n%s", want, out)
+	}
+}
+
+// infoField returns a field of p's RAFT INFO.
+func infoField(t *testing.T, p *proc, name string) string {
+	t.Helper()
+	info, err := p.client(0).Do(context.Background(), "RAFT", "INFO").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return v
+		}
+	}
+	t.Fatalf("RAFT INFO has no %s: %q", name, info)
+	return ""
+}
+
 // TestBitTTLFlag starts presenced with --bit-ttl rules: they are
 // installed through the log, SETBIT arms them, and bad values are refused.
 func TestBitTTLFlag(t *testing.T) {
