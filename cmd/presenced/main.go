@@ -149,6 +149,8 @@ func main() {
 	// the server cleanly, as one later does.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	// Redis ignores SIGHUP: the server outlives the terminal it started in.
+	signal.Ignore(syscall.SIGHUP)
 	srv, err := server.New(cfg)
 	if err != nil {
 		log.Fatalf("presenced: %v", err)

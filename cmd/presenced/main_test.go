@@ -728,6 +728,20 @@ func infoField(t *testing.T, p *proc, name string) string {
 	return ""
 }
 
+// TestSIGHUPIgnored checks that presenced, like redis-server, goes on
+// serving after a SIGHUP (its terminal closed), and then stops cleanly on
+// SIGTERM; a SIGHUP that stopped it would leave it dead of the hangup.
+func TestSIGHUPIgnored(t *testing.T) {
+	p := newNode(t, "h1").start(t)
+	if err := p.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.client(0).Set(context.Background(), "k", "v", 0).Err(); err != nil {
+		t.Errorf("SET after SIGHUP: %v", err)
+	}
+	p.stop()
+}
+
 // TestBitTTLFlag starts presenced with --bit-ttl rules: they are
 // installed through the log, SETBIT arms them, and bad values are refused.
 func TestBitTTLFlag(t *testing.T) {
