@@ -534,6 +534,7 @@ func debugCommand(c *client, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
 	switch {
 	case sub == "log" && len(args) == 3:
+		c.s.log.Printf("DEBUG LOG: %s", args[2])
 		c.out.OK()
 	case sub == "digest" && len(args) == 2:
 		_, digest := c.s.node.Digest()

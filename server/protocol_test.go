@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/presenced/presenced/internal/proctest"
 	"github.com/presenced/presenced/server/redisserver"
 )
 
@@ -746,7 +747,8 @@ func TestConnectionCommands(t *testing.T) {
 }
 
 func TestHarnessCommands(t *testing.T) {
-	c := dial(t, startServer(t).Addr())
+	var log proctest.SyncBuffer
+	c := dial(t, startServer(t, func(c *Config) { c.Cluster.LogOutput = &log }).Addr())
 	// Redis's test harness sends these before each test.
 	c.expect("+OK\r\n", "SELECT", "9")
 	c.expect("+OK\r\n", "FLUSHALL")
@@ -756,8 +758,12 @@ func TestHarnessCommands(t *testing.T) {
 	c.expect("-ERR FUNCTION FLUSH only supports SYNC|ASYNC option\r\n", "FUNCTION", "FLUSH", "x")
 	c.expect("-ERR unknown subcommand 'FOO'. Try FUNCTION HELP.\r\n", "FUNCTION", "FOO")
 	// redis-server refuses DEBUG unless enable-debug-command allows it, as
-	// the harness configures; presenced accepts DEBUG LOG and ignores it.
+	// the harness configures; presenced accepts DEBUG LOG and writes the
+	// line to its log, as Redis does.
 	c.expect("+OK\r\n", "DEBUG", "LOG", "hello world")
+	if !strings.Contains(log.String(), "DEBUG LOG: hello world\n") {
+		t.Errorf("DEBUG LOG did not write its line to the log:\n%s", log.String())
+	}
 	c.expect("-ERR unknown subcommand or wrong number of arguments for 'FOO'. Try DEBUG HELP.\r\n", "DEBUG", "FOO")
 	c.expect("-ERR unknown subcommand or wrong number of arguments for 'LOG'. Try DEBUG HELP.\r\n", "DEBUG", "LOG", "a", "b")
 }

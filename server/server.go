@@ -5,11 +5,14 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"os"
 	"path/filepath"
@@ -59,6 +62,8 @@ type Server struct {
 	sentinel sentinelState
 	// keyspaceFlags is notify-keyspace-events, for the store's sink.
 	keyspaceFlags atomic.Int32
+	// log is the server's log, where raft's goes (cluster.Config.LogOutput).
+	log *log.Logger
 
 	mu struct {
 		sync.Mutex
@@ -98,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{store: store.New(), quit: make(chan struct{}), shutdown: make(chan struct{}), runID: newRunID()}
 	s.buffers.limit = keptBudget
 	s.maxWriteBytes = cfg.Cluster.MaxBatchBytes
+	s.log = log.New(cmp.Or(cfg.Cluster.LogOutput, io.Writer(os.Stderr)), "presenced: ", log.LstdFlags)
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	s.startupHeap = m.HeapAlloc
