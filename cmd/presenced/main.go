@@ -149,8 +149,9 @@ func main() {
 	// the server cleanly, as one later does.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	// Redis ignores SIGHUP: the server outlives the terminal it started in.
-	signal.Ignore(syscall.SIGHUP)
+	// Redis ignores SIGHUP and SIGPIPE: the server outlives the terminal it
+	// started in, and the program reading its log.
+	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	srv, err := server.New(cfg)
 	if err != nil {
 		log.Fatalf("presenced: %v", err)

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -738,6 +739,48 @@ func TestSIGHUPIgnored(t *testing.T) {
 	}
 	if err := p.client(0).Set(context.Background(), "k", "v", 0).Err(); err != nil {
 		t.Errorf("SET after SIGHUP: %v", err)
+	}
+	p.stop()
+}
+
+// TestBrokenLogPipe checks that presenced, like redis-server, goes on
+// serving once the program reading its log has gone: Go's default for a
+// write to a broken pipe on standard error ends the process. DEBUG LOG
+// writes a line there.
+func TestBrokenLogPipe(t *testing.T) {
+	ctx := context.Background()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, newNode(t, "b1").args()...)
+	cmd.Dir = t.TempDir()
+	cmd.Stdout, cmd.Stderr = w, w
+	child, err := proctest.Start(cmd)
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{Process: child, t: t}
+	t.Cleanup(func() { p.kill(syscall.SIGKILL) })
+	log := bufio.NewReader(r)
+	for p.addr == "" {
+		line, err := log.ReadString('\n')
+		if err != nil {
+			t.Fatalf("presenced's log ended before it was ready: %v", err)
+		}
+		if m := readyLine.FindStringSubmatch(line); m != nil {
+			p.addr = m[1]
+		}
+	}
+	r.Close()
+	p.waitLeader()
+	rdb := p.client(0)
+	if err := rdb.Do(ctx, "DEBUG", "LOG", "into a broken pipe").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Errorf("SET after a log line into a broken pipe: %v", err)
 	}
 	p.stop()
 }
