@@ -96,6 +96,31 @@ func (e *LogWriteError) RedisError() string {
 // Unwrap returns Base: callers tell the error apart as they tell Base.
 func (e *LogWriteError) Unwrap() error { return e.Base }
 
+// PasswordError is ErrNoLeader on a node whose calls another member
+// refused to authenticate: they do not have the same password (their
+// requirepass, which CONFIG SET changed on one of them, say). From and To
+// are the two nodes' raft addresses: the node that called, and the
+// member that refused it.
+type PasswordError struct {
+	From, To string
+}
+
+// passwordReply begins a PasswordError's reply, which a node relays.
+const passwordReply = "CLUSTERDOWN The member at "
+
+// Error returns the Go error text.
+func (e *PasswordError) Error() string {
+	return fmt.Sprintf("cluster: the member at %s refused the password of the node at %s", e.To, e.From)
+}
+
+// RedisError returns the text of the error reply a client gets.
+func (e *PasswordError) RedisError() string {
+	return fmt.Sprintf("%s%s refused the password of the node at %s: every member needs the same requirepass", passwordReply, e.To, e.From)
+}
+
+// Unwrap returns ErrNoLeader: callers tell the error apart as they tell it.
+func (e *PasswordError) Unwrap() error { return ErrNoLeader }
+
 // ErrAlone is Handover's refusal on a leader that is the only voter:
 // nobody can take the leadership over.
 var ErrAlone = memberError("no other voter to hand the leadership to")

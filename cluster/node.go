@@ -7,6 +7,7 @@ package cluster
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -836,8 +837,9 @@ const retryPause = 50 * time.Millisecond
 // withLeader calls call with the leader's raft address, and whether that
 // is this node, until it succeeds or fails in a way that retrying cannot
 // help, or ctx ends: then a call that never reached a leader fails with
-// ErrNoLeader (a *LogWriteError while this node cannot write its log). On
-// a node removed from the cluster it fails at once with ErrRemoved while
+// ErrNoLeader (a *LogWriteError while this node cannot write its log). It
+// fails at once with a *PasswordError when the leader refuses this node's
+// password, and, on a node removed from the cluster, with ErrRemoved while
 // no leader is known.
 func (n *Node) withLeader(ctx context.Context, call func(addr string, self bool) error) error {
 	for {
@@ -845,6 +847,9 @@ func (n *Node) withLeader(ctx context.Context, call func(addr string, self bool)
 		err := ErrNoLeader
 		if addr, id := n.Leader(); id != "" {
 			err = call(addr, id == n.cfg.NodeID)
+			if errors.Is(err, errPassword) {
+				return &PasswordError{From: n.RaftAddr(), To: addr}
+			}
 		} else if n.removed() {
 			return ErrRemoved
 		}
@@ -957,7 +962,7 @@ func (n *Node) leaderReadIndex() (uint64, error) {
 // (their RAFT INFO), each on a request of its own sent now, and returns
 // once a majority of the voters, this node among them, said term; or,
 // when too many said another term or did not answer within LeaderWait,
-// ErrNotLeader.
+// ErrNotLeader, or a *PasswordError if one refused this node's password.
 func (n *Node) confirmTerm(term uint64) error {
 	var others []raft.Server
 	voters := 0
@@ -980,20 +985,34 @@ func (n *Node) confirmTerm(term uint64) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
 	defer cancel()
-	said := make(chan bool, len(others))
+	type answer struct {
+		same    bool   // the member is in this term
+		refused string // the member's address, if it refused this node's password
+	}
+	said := make(chan answer, len(others))
 	want := strconv.FormatUint(term, 10)
 	for _, s := range others {
 		go func() {
 			info, err := peers.Info(ctx, string(s.Address))
-			said <- err == nil && info["term"] == want
+			a := answer{same: err == nil && info["term"] == want}
+			if errors.Is(err, errPassword) {
+				a.refused = string(s.Address)
+			}
+			said <- a
 		}()
 	}
+	refused := ""
 	for range others {
-		if <-said {
+		a := <-said
+		if a.same {
 			if need--; need == 0 {
 				return nil
 			}
 		}
+		refused = cmp.Or(refused, a.refused)
+	}
+	if refused != "" {
+		return &PasswordError{From: n.RaftAddr(), To: refused}
 	}
 	return ErrNotLeader
 }
@@ -1078,7 +1097,10 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 		// A read changes nothing: whatever went wrong on the way to the
 		// leader (a timeout of the shared request, a broken connection),
 		// the answer is that no leader could be asked.
-		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnknownOutcome) {
+		var refused *PasswordError
+		switch {
+		case errors.As(err, &refused):
+		case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnknownOutcome):
 			return n.logFailure(ErrNoLeader)
 		}
 		return err

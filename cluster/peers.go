@@ -785,6 +785,9 @@ func arrayElements(r []byte) ([][]byte, error) {
 // cluster's own errors keep their meaning across the hop.
 func remoteError(r []byte) error {
 	text := string(r[1 : len(r)-2])
+	if strings.HasPrefix(text, passwordReply) {
+		return &RemoteError{Reply: text} // not ErrNoLeader, whose code it shares: it says why
+	}
 	for _, e := range []error{ErrNotLeader, ErrNoLeader, ErrClosed, ErrUnknownOutcome} {
 		if code, _, _ := strings.Cut(e.(*replyError).reply, " "); strings.HasPrefix(text, code+" ") {
 			return e

@@ -899,6 +899,39 @@ func TestRaftMembership(t *testing.T) {
 	dial(t, l.Addr()).expect(bulk("remove"), "GET", "after")
 }
 
+// TestClusterPasswordChange changes requirepass on the leader alone: the
+// linearizable reads the leader confirms with the others, on it and on a
+// follower, are refused at once with an error that names the two nodes,
+// not after waiting for a leader as if none were reachable; once every
+// member has the new password, reads work again.
+func TestClusterPasswordChange(t *testing.T) {
+	srvs := startCluster(t, 3, withPassword("old"))
+	l := clusterLeader(t, srvs)
+	f := clusterFollowers(srvs, l)[0]
+	conns := map[*Server]*respConn{}
+	for _, s := range srvs {
+		c := dial(t, s.Addr())
+		c.expect("+OK\r\n", "AUTH", "old")
+		conns[s] = c
+	}
+	conns[l].expect("+OK\r\n", "SET", "k", "v")
+	conns[l].expect("+OK\r\n", "CONFIG", "SET", "requirepass", "new")
+	for _, s := range []*Server{l, f} {
+		got := conns[s].do("GET", "k")
+		if !strings.HasPrefix(got, "-CLUSTERDOWN The member at ") || !strings.Contains(got, " refused the password of the node at "+l.Node().RaftAddr()+": every member needs the same requirepass\r\n") {
+			t.Errorf("GET with the leader's password changed alone: %q", got)
+		}
+	}
+	for _, s := range srvs {
+		if s != l {
+			conns[s].expect("+OK\r\n", "CONFIG", "SET", "requirepass", "new")
+		}
+	}
+	for _, s := range []*Server{l, f} {
+		conns[s].expect(bulk("v"), "GET", "k")
+	}
+}
+
 // TestRaftLastVoter checks that a one-node cluster refuses to remove its
 // only voter.
 func TestRaftLastVoter(t *testing.T) {
