@@ -289,9 +289,17 @@ func (ps *subscriptions) total() int {
 	return ps.count(channelSub) + ps.count(shardSub)
 }
 
-func subscribeCommand(c *client, args [][]byte)   { c.subscribe("subscribe", channelSub, args[1:]) }
-func psubscribeCommand(c *client, args [][]byte)  { c.subscribe("psubscribe", patternSub, args[1:]) }
-func ssubscribeCommand(c *client, args [][]byte)  { c.subscribe("ssubscribe", shardSub, args[1:]) }
+func subscribeCommand(c *client, args [][]byte)  { c.subscribe("subscribe", channelSub, args[1:]) }
+func psubscribeCommand(c *client, args [][]byte) { c.subscribe("psubscribe", patternSub, args[1:]) }
+func ssubscribeCommand(c *client, args [][]byte) {
+	if c.inExec {
+		// Redis 7.0 refuses it to a client that may not block, one in
+		// EXEC among them, where SUBSCRIBE and PSUBSCRIBE are let through.
+		c.out.Error("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
+		return
+	}
+	c.subscribe("ssubscribe", shardSub, args[1:])
+}
 func unsubscribeCommand(c *client, args [][]byte) { c.unsubscribe("unsubscribe", channelSub, args[1:]) }
 func punsubscribeCommand(c *client, args [][]byte) {
 	c.unsubscribe("punsubscribe", patternSub, args[1:])
