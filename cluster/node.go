@@ -334,9 +334,10 @@ func (n *Node) clientPortPeers() Peers {
 
 // checkJoined refuses to restart a node whose data dir holds a cluster
 // that the member at cfg.Join is not part of: the member answers, and
-// does not list this node at addr (it says so when the node was removed
-// from the cluster: its own latest configuration leaves it out). A member that does not answer (the
-// whole cluster restarting, say) is not evidence either way.
+// does not list this node at addr. It says so when the member lists the
+// node at another address, or when the node was removed from the cluster
+// (its own latest configuration leaves it out). A member that does not
+// answer (the whole cluster restarting, say) is not evidence either way.
 func (n *Node) checkJoined(addr string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaderWait)
 	defer cancel()
@@ -699,10 +700,10 @@ func (n *Node) closeStores() error {
 // their replies to out (which must not be nil) once the batch is applied.
 // On a follower it forwards the batch to the leader. While no leader is
 // reachable it retries for up to Config.LeaderWait. It implements the
-// server's Applier. Errors: ErrNoLeader, ErrNotLeader and ErrClosed (not
-// applied), a *TooLargeError or a *LogWriteError (not applied), ErrUnknownOutcome (maybe
-// applied), a *RemoteError relayed from the leader, or an error of a
-// corrupted entry.
+// server's Applier. Errors: ErrNoLeader, ErrNotLeader, ErrRemoved and
+// ErrClosed (not applied), a *TooLargeError, *LogWriteError or
+// *PasswordError (not applied), ErrUnknownOutcome (maybe applied), a
+// *RemoteError relayed from the leader, or an error of a corrupted entry.
 func (n *Node) Apply(cmds []store.Command, out *store.Replies) error {
 	if len(cmds) == 0 {
 		return nil
