@@ -360,7 +360,7 @@ func (n *Node) checkJoined(addr string) error {
 		return fmt.Errorf("cluster: data dir %s holds node %s, which RAFT REMOVE took out of the cluster of --join %s: to add it back, start it without --join and send RAFT ADD %s %s to a member; or join it anew from an empty --dir",
 			n.cfg.Dir, n.cfg.NodeID, n.cfg.Join, n.cfg.NodeID, addr)
 	}
-	return fmt.Errorf("cluster: data dir %s belongs to another cluster than --join %s, whose members are %s",
+	return fmt.Errorf("cluster: data dir %s belongs to another cluster than --join %s, whose members are %s: a node joins from an empty --dir, and takes the cluster's data",
 		n.cfg.Dir, n.cfg.Join, strings.Join(ids, ", "))
 }
 

@@ -512,7 +512,7 @@ func TestDataDirOfAnotherCluster(t *testing.T) {
 	pb.stop()
 
 	out := refuse(t, b.args("--join", pa.addr)...)
-	if !strings.Contains(out, "belongs to another cluster") {
+	if !strings.Contains(out, "belongs to another cluster") || !strings.Contains(out, "a node joins from an empty --dir") {
 		t.Errorf("joining with another cluster's data dir:\n%s", out)
 	}
 	other := b
