@@ -39,12 +39,17 @@ type mux struct {
 }
 
 // listenMux listens on addr; other nodes reach it at advertise, or at
-// the address listened on if advertise is empty. With sec, connections
-// both ways are TLS.
+// the address listened on if advertise is empty, which must then not be
+// the unspecified address (every interface). With sec, connections both
+// ways are TLS.
 func listenMux(addr, advertise string, sec *PeerTLS) (*mux, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && advertise == "" && a.IP.IsUnspecified() {
+		ln.Close()
+		return nil, fmt.Errorf("%s listens on every interface, which other nodes cannot dial: set --raft-advertise to the address they reach this node at", addr)
 	}
 	m := &mux{ln: ln, addr: ln.Addr(), raft: make(chan net.Conn), closed: make(chan struct{}), sec: sec}
 	if sec != nil {

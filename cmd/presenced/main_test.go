@@ -487,6 +487,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--tls-port", "6399", "--tls-cert-file", "c.pem", "--tls-key-file", "c.key"}, []string{"tls-auth-clients yes needs tls-ca-cert-file"}},
 		{[]string{"--tls-port", "6399", "--tls-cert-file", "nosuch.pem", "--tls-key-file", "c.key", "--tls-auth-clients", "no"}, []string{"tls-cert-file nosuch.pem"}},
 		{[]string{"--nosuch"}, []string{"flag provided but not defined: -nosuch"}},
+		{[]string{"--raft-addr", "0.0.0.0:0"}, []string{"0.0.0.0:0 listens on every interface, which other nodes cannot dial: set --raft-advertise"}},
 	} {
 		args := append([]string{"--dir", dir, "--raft-addr", "127.0.0.1:0", "--port", "0"}, tc.args...)
 		out := refuse(t, args...)
