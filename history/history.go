@@ -239,7 +239,7 @@ func (h *History) Close() error {
 			h.db = nil
 		}
 		h.dbMu.Unlock()
-		if werr := h.writeErr(); werr != nil && err == nil {
+		if werr := h.Err(); werr != nil && err == nil {
 			err = werr
 		}
 	})
@@ -250,9 +250,7 @@ func (h *History) Close() error {
 // say), nil while the History records. After one, nothing more is written
 // until the file is opened again; queries answer the error. A node that
 // replays its log into a History opened again records what was missed.
-func (h *History) Err() error { return h.writeErr() }
-
-func (h *History) writeErr() error {
+func (h *History) Err() error {
 	h.q.mu.Lock()
 	defer h.q.mu.Unlock()
 	return h.q.err

@@ -105,7 +105,7 @@ func (w *writer) finish(ops []op, err error) {
 }
 
 // failed reports whether an earlier write failed (then nothing more is written).
-func (w *writer) failed() bool { return w.h.writeErr() != nil }
+func (w *writer) failed() bool { return w.h.Err() != nil }
 
 // applyAll writes ops in one transaction per run between restores.
 func (w *writer) applyAll(ops []op) error {
