@@ -811,12 +811,16 @@ func (n *Node) TickLocal() (uint64, error) {
 // can neither lead (raft steps a leader down when its log write fails) nor
 // keep up as a follower, which is why err happened.
 func (n *Node) logFailure(err error) error {
-	failed := n.logWrites.failure()
+	failed := n.LogFailure()
 	if failed == nil {
 		return err
 	}
 	return &LogWriteError{Base: err, Cause: strings.ReplaceAll(failed.Error(), "\n", " ")}
 }
+
+// LogFailure returns the error of the latest write to this node's raft
+// log if it failed (a full disk, say), nil once one succeeds.
+func (n *Node) LogFailure() error { return n.logWrites.failure() }
 
 // removed reports whether this node's latest configuration (committed or
 // not) lists members but not this node: RAFT REMOVE took it out. A node

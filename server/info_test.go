@@ -29,7 +29,7 @@ var infoLeftOut = map[string][]string{
 		"used_memory_overhead", "used_memory_scripts", "used_memory_scripts_eval", "used_memory_scripts_human",
 		"used_memory_startup", "used_memory_vm_eval", "used_memory_vm_functions", "used_memory_vm_total",
 		"used_memory_vm_total_human"},
-	"persistence": {"aof_last_cow_size", "aof_last_write_status", "aof_rewrite_scheduled",
+	"persistence": {"aof_last_cow_size", "aof_rewrite_scheduled",
 		"aof_rewrites_consecutive_failures", "current_cow_peak", "current_cow_size", "current_cow_size_age",
 		"current_fork_perc", "current_save_keys_processed", "current_save_keys_total", "module_fork_in_progress",
 		"module_fork_last_cow_size", "rdb_last_cow_size", "rdb_last_load_keys_expired", "rdb_last_load_keys_loaded"},

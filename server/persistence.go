@@ -105,6 +105,10 @@ func (s *Server) infoPersistence(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:%d\r\nrdb_bgsave_in_progress:%d\r\nrdb_last_save_time:%d\r\nrdb_last_bgsave_status:%s\r\nrdb_last_bgsave_time_sec:%d\r\nrdb_current_bgsave_time_sec:%d\r\nrdb_saves:%d\r\n",
 		st.Changes, inProgress, st.Last.Unix(), status, took, current, st.Count)
-	fmt.Fprintf(b, "aof_enabled:%d\r\naof_rewrite_in_progress:%d\r\naof_last_rewrite_time_sec:%d\r\naof_current_rewrite_time_sec:%d\r\naof_last_bgrewrite_status:%s\r\naof_rewrites:%d\r\n",
-		aof, inProgress, took, current, status, st.Count)
+	written := "ok"
+	if s.node.LogFailure() != nil {
+		written = "err"
+	}
+	fmt.Fprintf(b, "aof_enabled:%d\r\naof_rewrite_in_progress:%d\r\naof_last_rewrite_time_sec:%d\r\naof_current_rewrite_time_sec:%d\r\naof_last_bgrewrite_status:%s\r\naof_rewrites:%d\r\naof_last_write_status:%s\r\n",
+		aof, inProgress, took, current, status, st.Count, written)
 }

@@ -652,10 +652,16 @@ func TestLogWriteFailure(t *testing.T) {
 	if err := rdb.Get(ctx, acked[0]).Err(); err == nil || !strings.HasPrefix(err.Error(), "MISCONF ") {
 		t.Errorf("GET on the node that cannot write its log: %v, want MISCONF", err)
 	}
+	if info := rdb.Info(ctx, "persistence").Val(); !strings.Contains(info, "aof_last_write_status:err\r\n") {
+		t.Errorf("INFO persistence on the node that cannot write its log:\n%s", info)
+	}
 	p.kill(syscall.SIGKILL)
 
 	p = n.start(t)
 	rdb = p.client(0)
+	if info := rdb.Info(ctx, "persistence").Val(); !strings.Contains(info, "aof_last_write_status:ok\r\n") {
+		t.Errorf("INFO persistence after the restart without the limit:\n%s", info)
+	}
 	for _, key := range acked {
 		if got, err := rdb.Get(ctx, key).Result(); err != nil || got != value {
 			t.Fatalf("acknowledged SET %s after the restart: %d bytes, %v", key, len(got), err)
