@@ -300,14 +300,16 @@ func (n *Node) join(addr string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
 	defer cancel()
 	member := n.clientPortPeers()
-	err := member.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr)
-	for errors.Is(err, errNotSent) && !errors.Is(err, errPassword) && ctx.Err() == nil {
-		// The member may still be starting: try again shortly.
-		select {
-		case <-time.After(retryPause):
-		case <-ctx.Done():
+	var info map[string]string
+	err := retryUnsent(ctx, func() (err error) {
+		info, err = member.Info(ctx, n.cfg.Join)
+		return err
+	})
+	if err == nil {
+		if theirs, ok := info["tls_cluster"]; ok && (theirs == "1") != (n.cfg.TLS != nil) {
+			return fmt.Errorf("cluster: --join %s: its cluster's nodes have --tls-cluster %s, this node %s: every member needs the same", n.cfg.Join, yesNo(theirs == "1"), yesNo(n.cfg.TLS != nil))
 		}
-		err = member.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr)
+		err = retryUnsent(ctx, func() error { return member.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr) })
 	}
 	var re *RemoteError
 	switch {
@@ -321,6 +323,29 @@ func (n *Node) join(addr string) error {
 		return fmt.Errorf("cluster: --join %s refused this node's password: every member needs the same --requirepass (%v)", n.cfg.Join, err)
 	}
 	return fmt.Errorf("cluster: joining through %s: %w", n.cfg.Join, err)
+}
+
+// retryUnsent calls call until it fails otherwise than before sending its
+// request (a member still starting, say), a member refuses this node's
+// password, or ctx ends.
+func retryUnsent(ctx context.Context, call func() error) error {
+	err := call()
+	for errors.Is(err, errNotSent) && !errors.Is(err, errPassword) && ctx.Err() == nil {
+		select {
+		case <-time.After(retryPause):
+		case <-ctx.Done():
+		}
+		err = call()
+	}
+	return err
+}
+
+// yesNo is a yes-or-no flag's value.
+func yesNo(on bool) string {
+	if on {
+		return "yes"
+	}
+	return "no"
 }
 
 // clientPortPeers calls on the member at cfg.Join, a client port, which

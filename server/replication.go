@@ -148,8 +148,8 @@ func (s *Server) raftInfo() string {
 	node := s.node
 	st := node.Stats()
 	cfg := node.Config()
-	fmt.Fprintf(&b, "node_id:%s\r\nraft_addr:%s\r\nclient_addr:%s\r\ntls_client_addr:%s\r\nstate:%s\r\nterm:%d\r\nleader_id:%s\r\nleader_addr:%s\r\n",
-		cfg.NodeID, node.RaftAddr(), s.clientAddr(), s.tlsClientAddr(), strings.ToLower(st.State), st.Term, st.LeaderID, st.LeaderAddr)
+	fmt.Fprintf(&b, "node_id:%s\r\nraft_addr:%s\r\nclient_addr:%s\r\ntls_client_addr:%s\r\ntls_cluster:%d\r\nstate:%s\r\nterm:%d\r\nleader_id:%s\r\nleader_addr:%s\r\n",
+		cfg.NodeID, node.RaftAddr(), s.clientAddr(), s.tlsClientAddr(), boolInt(cfg.TLS != nil), strings.ToLower(st.State), st.Term, st.LeaderID, st.LeaderAddr)
 	fmt.Fprintf(&b, "last_index:%d\r\ncommit_index:%d\r\napplied_index:%d\r\n",
 		st.LastIndex, st.CommitIndex, node.Applied())
 	fmt.Fprintf(&b, "entries_proposed:%d\r\nbatches_committed:%d\r\ncommands_committed:%d\r\nsnapshots_restored:%d\r\nsnapshot_in_progress:%d\r\n",

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -231,6 +232,38 @@ func TestTLSCluster(t *testing.T) {
 	checkDigests(t, srvs)
 
 	expectNoPlainPong(t, l.Node().RaftAddr(), "a raft address with tls-cluster")
+}
+
+// TestTLSClusterMismatch joins a node to a cluster whose nodes call each
+// other otherwise (over TLS, or in plain TCP): it is refused at start with
+// both settings, where it used to join and leave a cluster of two with a
+// member the other could not reach.
+func TestTLSClusterMismatch(t *testing.T) {
+	p := newTestPKI(t)
+	withTLS := func(c *Config) {
+		c.TLS = p.tlsConfig("yes")
+		c.TLS.Cluster = true
+	}
+	for _, tlsMember := range []bool{true, false} {
+		var member *Server
+		cfg := joiningConfig(t, "")
+		if tlsMember {
+			member = startServer(t, withTLS)
+		} else {
+			member = startServer(t)
+			withTLS(&cfg)
+		}
+		cfg.Cluster.Join = member.Addr()
+		srv, err := New(cfg)
+		if err == nil {
+			srv.Close()
+			t.Fatalf("a node joined a cluster with another tls-cluster (the member's: %v)", tlsMember)
+		}
+		want := fmt.Sprintf("--join %s: its cluster's nodes have --tls-cluster %s, this node %s: every member needs the same", member.Addr(), yesNo(tlsMember), yesNo(!tlsMember))
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want it to say %q", err, want)
+		}
+	}
 }
 
 // expectNoPlainPong sends PING in plain RESP to addr, a TLS port, and
