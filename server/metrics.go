@@ -54,6 +54,7 @@ var (
 	mCommitted   = metric("raft_entries_committed_total", "Entries this node proposed and applied.")
 	mEntryTime   = metric("raft_entry_seconds_total", "Time from proposing an entry to applying it, summed over the entries this node proposed.")
 	mRestores    = metric("raft_snapshot_restores_total", "Snapshots restored into the store: at start, and to catch up with the leader.")
+	mLogFailing  = metric("raft_log_write_failing", "1 while the latest write to this node's raft log failed (a full disk, say; INFO aof_last_write_status:err), else 0.")
 	mRelayed     = metric("pubsub_relayed_total", "PUBLISH and SPUBLISH messages of this node's clients relayed to another member, once per member.")
 	mRelayDrops  = metric("pubsub_relay_dropped_total", "PUBLISH and SPUBLISH messages of this node's clients that a member missed.")
 )
@@ -62,7 +63,8 @@ var (
 func (m metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{mClients, mConnections, mRejected, mCalls, mCallTime, mFailed, mRefused,
 		mErrors, mExpired, mHits, mMisses, mKeys, mKeysTTL, mChannels, mPatterns, mBits, mLeader, mTerm, mCommit, mApplied, mLast,
-		mQueued, mLag, mEntries, mBatches, mCommands, mLogWrites, mLogTime, mCommitted, mEntryTime, mRestores, mRelayed, mRelayDrops} {
+		mQueued, mLag, mEntries, mBatches, mCommands, mLogWrites, mLogTime, mCommitted, mEntryTime, mRestores, mLogFailing,
+		mRelayed, mRelayDrops} {
 		ch <- d
 	}
 }
@@ -140,6 +142,11 @@ func (m metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(mCommitted, float64(st.EntriesCommitted))
 	counter(mEntryTime, st.EntryTime.Seconds())
 	counter(mRestores, float64(st.Restores))
+	failing := 0.0
+	if node.LogFailure() != nil {
+		failing = 1
+	}
+	gauge(mLogFailing, failing)
 	counter(mRelayed, float64(st.Relayed))
 	counter(mRelayDrops, float64(st.RelayDropped))
 }

@@ -75,6 +75,7 @@ func TestMetrics(t *testing.T) {
 		`presenced_pubsub_channels`:                          0,
 		`presenced_command_rejected_total{command="incr"}`:   0,
 		`presenced_raft_snapshot_restores_total`:             0,
+		`presenced_raft_log_write_failing`:                   0,
 		`presenced_pubsub_relayed_total`:                     0,
 		`presenced_command_rejected_total{command="setbit"}`: 0,
 		`presenced_keyspace_hits_total`:                      1, // BITCOUNT session

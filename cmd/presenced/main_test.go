@@ -623,7 +623,8 @@ func TestMovedNode(t *testing.T) {
 func TestLogWriteFailure(t *testing.T) {
 	ctx := context.Background()
 	n := newNode(t, "f1")
-	limited := exec.Command("sh", append([]string{"-c", `ulimit -f 8192 && exec "$0" "$@"`, binary}, n.args()...)...)
+	metrics := freeAddr(t)
+	limited := exec.Command("sh", append([]string{"-c", `ulimit -f 8192 && exec "$0" "$@"`, binary}, n.args("--metrics-addr", metrics)...)...)
 	p := launchCmd(t, limited)
 	if p.addr == "" {
 		t.Fatalf("presenced exited at start (%v); output:\n%s", p.Wait(), p.Output())
@@ -654,6 +655,9 @@ func TestLogWriteFailure(t *testing.T) {
 	}
 	if info := rdb.Info(ctx, "persistence").Val(); !strings.Contains(info, "aof_last_write_status:err\r\n") {
 		t.Errorf("INFO persistence on the node that cannot write its log:\n%s", info)
+	}
+	if page := scrapeMetrics(t, metrics); !strings.Contains(page, "\npresenced_raft_log_write_failing 1\n") {
+		t.Errorf("/metrics of the node that cannot write its log lacks presenced_raft_log_write_failing 1")
 	}
 	p.kill(syscall.SIGKILL)
 
@@ -865,6 +869,21 @@ func TestRestartKeepsDeadlines(t *testing.T) {
 	}
 }
 
+// scrapeMetrics returns the page of /metrics at addr.
+func scrapeMetrics(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %v, %v", resp.Status, err)
+	}
+	return string(body)
+}
+
 // TestMetricsEndpoint scrapes /metrics of a node started with
 // --metrics-addr and --metrics-keys: the node's figures, the key counts
 // and Go's are there; a bad address or pattern is refused.
@@ -882,16 +901,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	if err := rdb.SetBit(ctx, "offline", 1, 1).Err(); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %v, %v", resp.Status, err)
-	}
-	page := string(body)
+	page := scrapeMetrics(t, addr)
 	for _, want := range []string{
 		"\npresenced_bits{db=\"0\",key=\"online:bitmap:0\"} 3\n",
 		"\npresenced_commands_total{command=\"setbit\"} 4\n",
