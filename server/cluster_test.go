@@ -607,6 +607,19 @@ func TestRoleAndInfoReplication(t *testing.T) {
 		}
 		checkRaftIndexes(t, fields)
 	}
+
+	// A follower gone: connected_slaves counts the one that answers, as
+	// Redis counts the replicas connected, and the other is offline.
+	gone := followers[0]
+	gone.Close()
+	_, fields = infoFields(t, lc.do("INFO", "replication"))
+	if fields["connected_slaves"] != "1" {
+		t.Errorf("leader INFO replication with a follower gone: connected_slaves %q", fields["connected_slaves"])
+	}
+	offline := fmt.Sprintf("state=offline,offset=0,lag=-1,node_id=%s", gone.Node().Config().NodeID)
+	if !strings.HasSuffix(fields["slave0"], offline) && !strings.HasSuffix(fields["slave1"], offline) {
+		t.Errorf("leader INFO replication lists no %q: %v", offline, fields)
+	}
 }
 
 // noElections has a node wait an hour before it stands for election on

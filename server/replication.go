@@ -182,7 +182,15 @@ func (s *Server) infoReplication(b *strings.Builder) {
 	b.WriteString("# Replication\r\n")
 	if node.IsLeader() {
 		followers := s.followers()
-		fmt.Fprintf(b, "role:master\r\nconnected_slaves:%d\r\n", len(followers))
+		connected := 0
+		for _, f := range followers {
+			if f.Err == nil {
+				connected++
+			}
+		}
+		// Redis counts the replicas connected; the others are listed too,
+		// with state offline.
+		fmt.Fprintf(b, "role:master\r\nconnected_slaves:%d\r\n", connected)
 		for i, f := range followers {
 			host, port := splitAddr(f.Address)
 			state, lag := "online", int64(st.CommitIndex)-int64(f.Applied)
