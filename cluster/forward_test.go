@@ -114,11 +114,11 @@ func (g guardedPeers) Tick(ctx context.Context, addr string) (uint64, error) {
 	return g.inner.Tick(ctx, addr)
 }
 
-func (g guardedPeers) AddVoter(ctx context.Context, addr, id, raftAddr string) error {
+func (g guardedPeers) AddVoter(ctx context.Context, addr, id, raftAddr string, joining bool) error {
 	if err := g.check(addr); err != nil {
 		return err
 	}
-	return g.inner.AddVoter(ctx, addr, id, raftAddr)
+	return g.inner.AddVoter(ctx, addr, id, raftAddr, joining)
 }
 
 func (g guardedPeers) RemoveServer(ctx context.Context, addr, id string) error {
@@ -282,9 +282,9 @@ func TestMembershipRefusals(t *testing.T) {
 			call func() error
 			want string
 		}{
-			"duplicate id": {func() error { return via.node.AddVoter(ctx, other.id, "elsewhere") },
+			"duplicate id": {func() error { return via.node.AddVoter(ctx, other.id, "elsewhere", false) },
 				"ERR node " + other.id + " is already a member, at " + string(other.addr)},
-			"duplicate address": {func() error { return via.node.AddVoter(ctx, "n9", string(other.addr)) },
+			"duplicate address": {func() error { return via.node.AddVoter(ctx, "n9", string(other.addr), false) },
 				"ERR address " + string(other.addr) + " is already node " + other.id + "'s"},
 			"unknown id": {func() error { return via.node.RemoveServer(ctx, "n9") },
 				"ERR node n9 is not a member"},
@@ -338,7 +338,7 @@ func TestRemovedFollower(t *testing.T) {
 	if err := f.node.ReadBarrier(c.ctx); err != ErrRemoved {
 		t.Fatalf("a read barrier on the removed follower: %v, want %v", err, ErrRemoved)
 	}
-	if err := l.node.AddVoter(c.ctx, f.id, string(f.addr)); err != nil {
+	if err := l.node.AddVoter(c.ctx, f.id, string(f.addr), false); err != nil {
 		t.Fatal(err)
 	}
 	c.formed()

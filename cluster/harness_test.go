@@ -83,7 +83,7 @@ func newTestCluster(t *testing.T, n int, configure func(*Config)) *testCluster {
 			c.leader()
 			continue
 		}
-		if err := c.nodes[0].node.AddVoter(ctx, tn.id, string(tn.addr)); err != nil {
+		if err := c.nodes[0].node.AddVoter(ctx, tn.id, string(tn.addr), true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -126,7 +126,7 @@ func (c *testCluster) join(id string, configure func(*Config)) *testNode {
 	c.nodes = append(c.nodes, tn)
 	c.heal()
 	c.start(tn, false, configure)
-	if err := c.leader().node.AddVoter(c.ctx, tn.id, string(tn.addr)); err != nil {
+	if err := c.leader().node.AddVoter(c.ctx, tn.id, string(tn.addr), true); err != nil {
 		c.t.Fatal(err)
 	}
 	c.formed()
@@ -366,7 +366,7 @@ func (p testPeers) Tick(_ context.Context, addr string) (uint64, error) {
 	return n.TickLocal()
 }
 
-func (p testPeers) AddVoter(ctx context.Context, addr, id, raftAddr string) error {
+func (p testPeers) AddVoter(ctx context.Context, addr, id, raftAddr string, joining bool) error {
 	n, err := p.to(addr)
 	if err != nil {
 		return err
@@ -374,7 +374,7 @@ func (p testPeers) AddVoter(ctx context.Context, addr, id, raftAddr string) erro
 	if !n.IsLeader() {
 		return ErrNotLeader
 	}
-	return n.AddVoter(ctx, id, raftAddr)
+	return n.AddVoter(ctx, id, raftAddr, joining)
 }
 
 func (p testPeers) RemoveServer(ctx context.Context, addr, id string) error {

@@ -309,7 +309,7 @@ func (n *Node) join(addr string) error {
 		if theirs, ok := info["tls_cluster"]; ok && (theirs == "1") != (n.cfg.TLS != nil) {
 			return fmt.Errorf("cluster: --join %s: its cluster's nodes have --tls-cluster %s, this node %s: every member needs the same", n.cfg.Join, yesNo(theirs == "1"), yesNo(n.cfg.TLS != nil))
 		}
-		err = retryUnsent(ctx, func() error { return member.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr) })
+		err = retryUnsent(ctx, func() error { return member.AddVoter(ctx, n.cfg.Join, n.cfg.NodeID, addr, true) })
 	}
 	var re *RemoteError
 	switch {
@@ -1238,9 +1238,13 @@ func (n *Node) Checkpoint() error {
 
 // AddVoter adds a voting member to the cluster, through the leader. It
 // refuses an ID that cannot name a member (see checkNodeID), an address
-// its transport cannot dial (see checkRaftAddr), and an ID or an address
-// that is already a member's.
-func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+// its transport cannot dial (see checkRaftAddr), an ID or an address that
+// is already a member's, and a node the leader cannot connect to (see
+// checkReachable). joining says that the node asked to be added, as a
+// node started with --join on an empty data dir does (RAFT JOIN);
+// otherwise the node must answer that it belongs to no cluster (see
+// checkNoCluster).
+func (n *Node) AddVoter(ctx context.Context, id, addr string, joining bool) error {
 	if err := checkNodeID(id); err != nil {
 		return err
 	}
@@ -1254,7 +1258,7 @@ func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
 			if n.peers == nil {
 				return ErrNotLeader
 			}
-			return n.peers.AddVoter(ctx, leader, id, addr)
+			return n.peers.AddVoter(ctx, leader, id, addr, joining)
 		}
 		servers, err := n.Members()
 		if err != nil {
@@ -1270,6 +1274,11 @@ func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
 		}
 		if err := n.checkReachable(ctx, id, addr); err != nil {
 			return err
+		}
+		if !joining {
+			if err := n.checkNoCluster(ctx, id, addr); err != nil {
+				return err
+			}
 		}
 		return n.raftWait(ctx, func(timeout time.Duration) raft.Future {
 			return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout)
@@ -1295,6 +1304,34 @@ func (n *Node) checkReachable(ctx context.Context, id, addr string) error {
 		return memberError("node %s does not answer at raft address %s (%v): start it first; --join adds it as it starts", id, addr, err)
 	}
 	nc.Close()
+	return nil
+}
+
+// checkNoCluster refuses to add, unasked, a node that is not the one id
+// names or that belongs to a cluster already: a node started without
+// --join bootstraps its own, and raft would set that cluster's log against
+// this one's. A node of a later term then takes the leadership with its
+// own data, or, if it ignores this cluster, a cluster of one that added
+// it has lost its majority. The node must answer RAFT INFO: a node that
+// asks to join (RAFT JOIN) does not yet, and holds no state.
+func (n *Node) checkNoCluster(ctx context.Context, id, addr string) error {
+	if n.peers == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, reachTimeout)
+	defer cancel()
+	info, err := n.peers.Info(ctx, addr)
+	switch {
+	case err != nil:
+		return memberError("node %s at raft address %s does not answer RAFT INFO (%v): start it first; --join adds it as it starts", id, addr, err)
+	case info["node_id"] != id:
+		return memberError("the node at raft address %s is %s, not %s", addr, info["node_id"], id)
+	}
+	for k, v := range info {
+		if strings.HasPrefix(k, "member") && strings.HasPrefix(v, "id="+id+",") {
+			return memberError("node %s at raft address %s belongs to a cluster already (a node started without --join bootstraps its own): a node joins from an empty --dir, with --join", id, addr)
+		}
+	}
 	return nil
 }
 

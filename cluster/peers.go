@@ -28,8 +28,9 @@ type Peers interface {
 	// Tick has the node at addr, which must lead, commit an empty entry
 	// and returns an index at or after it.
 	Tick(ctx context.Context, addr string) (uint64, error)
-	// AddVoter has the node at addr, which must lead, add a voter.
-	AddVoter(ctx context.Context, addr, id, raftAddr string) error
+	// AddVoter has the node at addr, which must lead, add a voter; joining
+	// says that the voter asked to be added (see Node.AddVoter).
+	AddVoter(ctx context.Context, addr, id, raftAddr string, joining bool) error
 	// RemoveServer has the node at addr, which must lead, remove a member.
 	RemoveServer(ctx context.Context, addr, id string) error
 	// Handover has the node at addr, which must lead, hand its leadership
@@ -460,9 +461,13 @@ func (p *RESPPeers) Info(ctx context.Context, addr string) (map[string]string, e
 	return fields, err
 }
 
-// AddVoter implements Peers with RAFT ADD.
-func (p *RESPPeers) AddVoter(ctx context.Context, addr, id, raftAddr string) error {
-	return p.simple(ctx, addr, "RAFT", "ADD", id, raftAddr)
+// AddVoter implements Peers with RAFT ADD, or RAFT JOIN when joining.
+func (p *RESPPeers) AddVoter(ctx context.Context, addr, id, raftAddr string, joining bool) error {
+	sub := "ADD"
+	if joining {
+		sub = "JOIN"
+	}
+	return p.simple(ctx, addr, "RAFT", sub, id, raftAddr)
 }
 
 // RemoveServer implements Peers with RAFT REMOVE.

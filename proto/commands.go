@@ -903,6 +903,7 @@ var table = []*Spec{
 		Subcommands: []*Spec{
 			{Name: "help", Arity: 2, Flags: Loading | Stale, Summary: "Show helpful text about the different subcommands"},
 			{Name: "add", Arity: 4, Flags: Admin | NoScript, Summary: "Add a node to the cluster as a voter", Syntax: "node-id raft-address"},
+			{Name: "join", Arity: 4, Flags: Admin | NoScript, Summary: "Add a node that asks to join as a voter (what --join sends)", Syntax: "node-id raft-address"},
 			{Name: "remove", Arity: 3, Flags: Admin | NoScript, Summary: "Remove a node from the cluster", Syntax: "node-id"},
 			{Name: "info", Arity: 2, Flags: Loading | Stale, Summary: "Show this node's raft state and the cluster's members"},
 			{Name: "digest", Arity: 2, Flags: Loading | Stale, Summary: "Show the index of the latest entry this node applied and a checksum of its state after it"},

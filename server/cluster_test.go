@@ -945,6 +945,29 @@ func TestClusterPasswordChange(t *testing.T) {
 	}
 }
 
+// TestRaftAddOtherCluster checks that RAFT ADD refuses a running node
+// that belongs to a cluster of its own (one started without --join
+// bootstraps one), or whose ID is another: added, a node of a later term
+// took the leadership with its own data, or left the cluster that added
+// it without a majority. The cluster goes on as it was.
+func TestRaftAddOtherCluster(t *testing.T) {
+	a, b := startServer(t), startServer(t, func(c *Config) { c.Cluster.NodeID = "other" })
+	bID, bAddr := b.Node().Config().NodeID, b.Node().RaftAddr()
+	ac := dial(t, a.Addr())
+	ac.expect("+OK\r\n", "SET", "k", "a's")
+	before := raftMembers(t, ac)
+	for id, want := range map[string]string{
+		bID:  "-ERR node " + bID + " at raft address " + bAddr + " belongs to a cluster already (a node started without --join bootstraps its own): a node joins from an empty --dir, with --join\r\n",
+		"n9": "-ERR the node at raft address " + bAddr + " is " + bID + ", not n9\r\n",
+	} {
+		ac.expect(want, "RAFT", "ADD", id, bAddr)
+	}
+	if got := raftMembers(t, ac); !slices.Equal(got, before) {
+		t.Errorf("members after the refused additions: %q, want %q", got, before)
+	}
+	ac.expect("+OK\r\n", "SET", "k", "still a's")
+}
+
 // TestRaftLastVoter checks that a one-node cluster refuses to remove its
 // only voter.
 func TestRaftLastVoter(t *testing.T) {

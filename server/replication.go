@@ -91,7 +91,8 @@ func raftCommand(c *client, args [][]byte) {
 	switch sub.Name {
 	case "help":
 		c.help("RAFT",
-			"ADD <node-id> <raft-address>", "    Add a node to the cluster as a voter.",
+			"ADD <node-id> <raft-address>", "    Add a node to the cluster as a voter: a running node that belongs to no cluster.",
+			"JOIN <node-id> <raft-address>", "    Add a node that asks to join as a voter (what --join sends).",
 			"REMOVE <node-id>", "    Remove a node from the cluster.",
 			"INFO", "    Show this node's raft state and the cluster's members.",
 			"DIGEST", "    Show the index of the latest entry applied here and a checksum of the state",
@@ -103,8 +104,8 @@ func raftCommand(c *client, args [][]byte) {
 			"RELAY <node-id> <incarnation> <sequence>",
 			"    Open a call of another member's relayed PUBLISH and SPUBLISH commands, which",
 			"    deliver their messages while no later call of that member has opened.")
-	case "add":
-		c.okOrError(node.AddVoter(ctx, string(args[2]), string(args[3])))
+	case "add", "join":
+		c.okOrError(node.AddVoter(ctx, string(args[2]), string(args[3]), sub.Name == "join"))
 	case "remove":
 		c.okOrError(node.RemoveServer(ctx, string(args[2])))
 	case "snapshot":
