@@ -39,6 +39,10 @@ type batcher struct {
 	maxBytes int                  // bound of an entry's encoded commands
 	maxCmds  int                  // bound of an entry's commands
 	bound    func(size int) error // refuses a caller's batch of size bytes, or returns nil
+	// logFailure returns the error of the latest write to the log if it
+	// failed: raft answers the writes of an entry it could not store with
+	// that error (wrapped out of reach by its LogCache).
+	logFailure func() error
 
 	mu struct {
 		sync.Mutex
@@ -367,7 +371,7 @@ func (b *batcher) completeLoop() {
 		if _, mine := b.fsm.pending.LoadAndDelete(p.key); mine {
 			// The FSM did not apply the entry (or not from this
 			// proposal's bytes): answer from raft's outcome.
-			b.finish(p.reqs, resp, outcomeError(err))
+			b.finish(p.reqs, resp, outcomeError(err, b.logFailure))
 			<-b.slots
 		}
 	}

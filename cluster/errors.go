@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/raft"
 )
@@ -79,9 +80,11 @@ func (e *TooLargeError) RedisError() string {
 // last write to its raft log failed, a full disk say: such a node can
 // neither lead, since raft steps a leader down when its log write fails,
 // nor take the leader's entries as a follower. Its reply names the cause,
-// as Redis's MISCONF names a failed write of its AOF.
+// as Redis's MISCONF names a failed write of its AOF. With Base
+// ErrUnknownOutcome it is the error of the writes whose entry the leader
+// failed to write: UNCERTAIN, with the cause.
 type LogWriteError struct {
-	Base  error  // ErrNoLeader or ErrBehind
+	Base  error  // ErrNoLeader, ErrBehind or ErrUnknownOutcome
 	Cause string // the log write's error
 }
 
@@ -90,6 +93,9 @@ func (e *LogWriteError) Error() string { return "cluster: writing the raft log: 
 
 // RedisError returns the text of the error reply a client gets.
 func (e *LogWriteError) RedisError() string {
+	if e.Base == ErrUnknownOutcome {
+		return "UNCERTAIN The raft log could not be written while the write was being committed (" + e.Cause + "): it may or may not have been applied"
+	}
 	return "MISCONF Errors writing to the raft log: " + e.Cause
 }
 
@@ -127,13 +133,19 @@ var ErrAlone = memberError("no other voter to hand the leadership to")
 
 // outcomeError maps the error of a write submitted to raft to a cluster
 // error: refused before entering the log (definite), or anything else
-// (unknown outcome).
-func outcomeError(err error) error {
+// (unknown outcome), with the cause when logFailure, if not nil, says the
+// log's latest write failed.
+func outcomeError(err error, logFailure func() error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 		return ErrNotLeader
+	}
+	if logFailure != nil {
+		if failed := logFailure(); failed != nil {
+			return &LogWriteError{Base: ErrUnknownOutcome, Cause: strings.ReplaceAll(failed.Error(), "\n", " ")}
+		}
 	}
 	return fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
 }

@@ -155,6 +155,7 @@ func (n *Node) start(network *Network) error {
 	n.attaching.Store(true)
 	n.batch = newBatcher(n.raft, n.fsm, &n.cfg, n.quit, n.raftDown)
 	n.batch.bound = n.checkBatchSize
+	n.batch.logFailure = n.LogFailure
 	n.observe()
 	switch {
 	case !existing && n.cfg.Bootstrap:

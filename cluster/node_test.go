@@ -898,7 +898,11 @@ func TestErrorsReply(t *testing.T) {
 		ErrClosed:         "CLUSTERDOWN ",
 		ErrNoLeader:       "CLUSTERDOWN ",
 		ErrBehind:         "LOADING ",
-		outcomeError(errors.New("raft: leadership lost")): "UNCERTAIN ",
+		outcomeError(errors.New("raft: leadership lost"), nil):                                                                         "UNCERTAIN ",
+		outcomeError(errors.New("unable to store logs"), func() error { return errors.New("write raft.db: no space left on device") }): "UNCERTAIN The raft log could not be written while the write was being committed (write raft.db: no space left on device): ",
+		&LogWriteError{Base: ErrNoLeader, Cause: "x"}:                                                                                  "MISCONF Errors writing to the raft log: x",
+		&PasswordError{From: "a:1", To: "b:2"}:                                                                                         "CLUSTERDOWN The member at b:2 refused the password of the node at a:1: ",
+		ErrRemoved:                                                                                                                     "CLUSTERDOWN This node is no longer a member",
 	} {
 		if got := redisError(err); !strings.HasPrefix(got, prefix) || strings.ContainsAny(got, "\r\n") {
 			t.Errorf("%v replies %q, want prefix %q", err, got, prefix)

@@ -644,7 +644,7 @@ func TestLogWriteFailure(t *testing.T) {
 			acked = append(acked, key)
 		case strings.HasPrefix(err.Error(), "MISCONF Errors writing to the raft log: ") && strings.Contains(err.Error(), "raft.db"):
 			refused = append(refused, key)
-		case strings.HasPrefix(err.Error(), "UNCERTAIN "):
+		case strings.HasPrefix(err.Error(), "UNCERTAIN The raft log could not be written while the write was being committed (") && strings.Contains(err.Error(), "raft.db"):
 			// The leader's failed log write: it may or may not be applied.
 		default:
 			t.Fatalf("SET %s: %v", key, err)
