@@ -102,6 +102,12 @@ func (e *LogWriteError) RedisError() string {
 // Unwrap returns Base: callers tell the error apart as they tell Base.
 func (e *LogWriteError) Unwrap() error { return e.Base }
 
+// logWriteError is base caused by failed, a write of the log, whose text
+// goes on one line of a reply.
+func logWriteError(base, failed error) *LogWriteError {
+	return &LogWriteError{Base: base, Cause: strings.ReplaceAll(failed.Error(), "\n", " ")}
+}
+
 // PasswordError is ErrNoLeader on a node whose calls another member
 // refused to authenticate: they do not have the same password (their
 // requirepass, which CONFIG SET changed on one of them, say). From and To
@@ -144,7 +150,7 @@ func outcomeError(err error, logFailure func() error) error {
 	}
 	if logFailure != nil {
 		if failed := logFailure(); failed != nil {
-			return &LogWriteError{Base: ErrUnknownOutcome, Cause: strings.ReplaceAll(failed.Error(), "\n", " ")}
+			return logWriteError(ErrUnknownOutcome, failed)
 		}
 	}
 	return fmt.Errorf("%w: %v", ErrUnknownOutcome, err)

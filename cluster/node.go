@@ -841,7 +841,7 @@ func (n *Node) logFailure(err error) error {
 	if failed == nil {
 		return err
 	}
-	return &LogWriteError{Base: err, Cause: strings.ReplaceAll(failed.Error(), "\n", " ")}
+	return logWriteError(err, failed)
 }
 
 // LogFailure returns the error of the latest write to this node's raft
