@@ -72,6 +72,8 @@ type fsm struct {
 	// memberships counts the membership changes applied and the
 	// snapshots restored: the membership may have changed when it grows.
 	memberships atomic.Uint64
+	// membership, if set, is told each membership applied.
+	membership func(raft.Configuration)
 	// persisting counts the snapshots taken and not yet released: their
 	// state is being written, and the store's copy-on-write keeps what
 	// they share with it.
@@ -114,6 +116,9 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		case raft.LogCommand:
 			resps[i] = f.apply(l, ahead)
 		case raft.LogConfiguration:
+			if f.membership != nil {
+				f.membership(raft.DecodeConfiguration(l.Data))
+			}
 			f.memberships.Add(1)
 			f.applied.advance(l.Index)
 		}

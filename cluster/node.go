@@ -50,9 +50,12 @@ type Node struct {
 	batch *batcher
 
 	bolt      *raftboltdb.BoltStore // nil without AppendOnly
+	votes     *raftboltdb.BoltStore // the term and vote without AppendOnly (see openVoteStore), or nil
+	stable    raft.StableStore      // the stable store without AppendOnly, which records the membership; nil with
 	logWrites *timedLogs            // the log store raft writes through
 	attaching atomic.Bool           // snapshots opened carry the Attachment (set once raft started)
 	transport io.Closer             // the transport Open created, or nil
+	catchUp   *catchUpTransport     // raft's transport while it joins without its log; nil otherwise
 	mux       *mux                  // the listener Open created, or nil
 	peers     Peers                 // nil: writes are not forwarded
 	relays    *relayer              // commands for other members (Relay); nil without peers
@@ -133,9 +136,17 @@ func (n *Node) start(network *Network) error {
 	if n.peers != nil {
 		n.relays = newRelayer(n.peers, n.cfg.NodeID, maxRelayBytes, n.log)
 	}
+	if !n.cfg.AppendOnly && !n.cfg.Bootstrap {
+		n.catchUp = newCatchUpTransport(trans, raft.ServerID(n.cfg.NodeID), &n.fsm.applied)
+		trans = n.catchUp
+		n.goFunc(func() { n.catchUp.relay(n.raftDown) })
+	}
 	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("cluster: reading raft state: %w", err)
+	}
+	if !n.cfg.AppendOnly {
+		existing = false // a term and vote alone (see openVoteStore): it bootstraps or joins
 	}
 	rc := n.raftConfig()
 	if n.cfg.Recover {
@@ -166,6 +177,9 @@ func (n *Node) start(network *Network) error {
 	case !existing && n.cfg.Join != "":
 		if err := n.join(string(trans.LocalAddr())); err != nil {
 			return err
+		}
+		if n.stable != nil {
+			n.markMember(true)
 		}
 	case n.cfg.Join != "":
 		if err := n.checkJoined(string(trans.LocalAddr())); err != nil {
@@ -421,12 +435,19 @@ func (n *Node) openStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore
 }
 
 // openRaftStores opens raft's log, stable and snapshot stores: in Dir
-// with AppendOnly, in memory without.
+// with AppendOnly; without, the log and snapshots in memory and the
+// stable store as openVoteStore says.
 func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
 	if !n.cfg.AppendOnly {
 		mem := raft.NewInmemStore()
 		n.logWrites = &timedLogs{LogStore: memLogs{mem}, written: n.cfg.LogWritten}
-		return n.logWrites, mem, newMemSnapshots(), nil
+		stable, err := n.openVoteStore(mem)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		n.stable = stable
+		n.fsm.membership = n.noteMembership
+		return n.logWrites, stable, newMemSnapshots(), nil
 	}
 	if err := os.MkdirAll(n.cfg.Dir, 0o755); err != nil {
 		return nil, nil, nil, fmt.Errorf("cluster: %w", err)
@@ -477,12 +498,12 @@ func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotS
 	return logs, bolt, snaps, nil
 }
 
-// openBolt opens the raft log. bbolt panics on some damaged files
+// openBolt opens a raft-boltdb file. bbolt panics on some damaged files
 // instead of returning an error: that becomes an error too.
 func openBolt(opts raftboltdb.Options) (store *raftboltdb.BoltStore, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("cluster: raft log %s is damaged, refusing to start: %v", opts.Path, r)
+			err = fmt.Errorf("cluster: %s is damaged, refusing to start: %v", opts.Path, r)
 		}
 	}()
 	return raftboltdb.New(opts)
@@ -712,6 +733,9 @@ func (n *Node) closeStores() error {
 	var err error
 	if n.bolt != nil {
 		err = n.bolt.Close()
+	}
+	if n.votes != nil {
+		err = errors.Join(err, n.votes.Close())
 	}
 	if n.transport != nil {
 		err = errors.Join(err, n.transport.Close())

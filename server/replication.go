@@ -153,8 +153,8 @@ func (s *Server) raftInfo() string {
 		cfg.NodeID, node.RaftAddr(), s.clientAddr(), s.tlsClientAddr(), boolInt(cfg.TLS != nil), strings.ToLower(st.State), st.Term, st.LeaderID, st.LeaderAddr)
 	fmt.Fprintf(&b, "last_index:%d\r\ncommit_index:%d\r\napplied_index:%d\r\n",
 		st.LastIndex, st.CommitIndex, node.Applied())
-	fmt.Fprintf(&b, "entries_proposed:%d\r\nbatches_committed:%d\r\ncommands_committed:%d\r\nsnapshots_restored:%d\r\nsnapshot_in_progress:%d\r\n",
-		st.Entries, st.Batches, st.Commands, st.Restores, st.Persisting)
+	fmt.Fprintf(&b, "entries_proposed:%d\r\nbatches_committed:%d\r\ncommands_committed:%d\r\nsnapshots_restored:%d\r\nsnapshot_in_progress:%d\r\ncatching_up:%d\r\n",
+		st.Entries, st.Batches, st.Commands, st.Restores, st.Persisting, boolInt(node.CatchingUp()))
 	fmt.Fprintf(&b, "log_writes:%d\r\nlog_write_usec:%d\r\nentries_committed:%d\r\nentry_commit_usec:%d\r\n",
 		st.LogWrites, st.LogWriteTime.Microseconds(), st.EntriesCommitted, st.EntryTime.Microseconds())
 	fmt.Fprintf(&b, "publish_relayed:%d\r\npublish_relay_dropped:%d\r\n", st.Relayed, st.RelayDropped)

@@ -925,3 +925,44 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Errorf("an empty --metrics-keys pattern: output %q does not name the flag", out)
 	}
 }
+
+// TestAppendOnlyNoRestart restarts nodes with --appendonly no, whose logs
+// are in memory: a lone node starts a new cluster, empty; a member of
+// three is refused without --join (it would form a cluster of its own,
+// and acknowledge writes the others never see), and with --join catches
+// up from the others.
+func TestAppendOnlyNoRestart(t *testing.T) {
+	ctx := context.Background()
+	solo := newNode(t, "s1", "--appendonly", "no")
+	p := solo.start(t)
+	if err := p.client(0).Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.kill(syscall.SIGKILL)
+	p = solo.start(t)
+	if n, err := p.client(0).Exists(ctx, "k").Result(); n != 0 || err != nil {
+		t.Errorf("EXISTS k on a lone node restarted with --appendonly no: %d, %v; want 0", n, err)
+	}
+
+	a := newNode(t, "a1", "--appendonly", "no")
+	pa := a.start(t)
+	newNode(t, "a2", "--appendonly", "no").start(t, "--join", pa.addr)
+	c := newNode(t, "a3", "--appendonly", "no")
+	pc := c.start(t, "--join", pa.addr)
+	if err := pa.client(0).Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pc.kill(syscall.SIGKILL)
+	out := refuse(t, c.args()...)
+	if want := "node a3 was a member of a cluster, and with --appendonly no its log went with its last run: start it with --join"; !strings.Contains(out, want) {
+		t.Errorf("restarting a member without --join: the output does not say %q:\n%s", want, out)
+	}
+	pc = c.start(t, "--join", pa.addr)
+	if got, err := pc.client(0).Get(ctx, "k").Result(); got != "v" || err != nil {
+		t.Errorf("GET on the member restarted with --join: %q, %v", got, err)
+	}
+	pc.waitInfo("it has caught up", func(info string) bool { return strings.Contains(info, "catching_up:0\r\n") })
+	if _, err := os.Stat(filepath.Join(c.dir, "raft-vote.db")); err != nil {
+		t.Errorf("the member keeps no term and vote: %v", err)
+	}
+}
