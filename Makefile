@@ -62,9 +62,9 @@ bench: build
 	$(GO) run ./bench -presenced $(BIN) -out bench/RESULTS.md $(BENCHFLAGS)
 
 # The fault test (cluster/faulttest) for longer than in `make test`:
-# make chaos DURATION=10m
+# make chaos DURATION=10m (APPENDONLY=no: the nodes' logs in memory)
 chaos:
-	PRESENCED_CHAOS_DURATION=$(DURATION) $(GO) test ./cluster/faulttest -run TestFault -count=1 -timeout 0 -v
+	PRESENCED_CHAOS_DURATION=$(DURATION) PRESENCED_CHAOS_APPENDONLY=$(APPENDONLY) $(GO) test ./cluster/faulttest -run TestFault -count=1 -timeout 0 -v
 
 clean:
 	rm -rf bin

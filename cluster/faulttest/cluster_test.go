@@ -47,8 +47,17 @@ type cluster struct {
 
 // startCluster starts three nodes in dir: n1 bootstraps, n2 and n3 join
 // it. It returns once all three are members and a leader is known.
+//
+// PRESENCED_CHAOS_APPENDONLY=no runs them with --appendonly no: their logs
+// in memory, a node restarts empty, with --join (n1 through n2), and
+// catches up from the others.
 func startCluster(t testing.TB, dir string) *cluster {
 	c := &cluster{t: t}
+	persistence := []string{"--appendonly", "yes", "--appendfsync", "always"}
+	inMemory := os.Getenv("PRESENCED_CHAOS_APPENDONLY") == "no"
+	if inMemory {
+		persistence = []string{"--appendonly", "no"}
+	}
 	ports := freePorts(t, 9)
 	for i := range 3 {
 		id := fmt.Sprintf("n%d", i+1)
@@ -68,10 +77,12 @@ func startCluster(t testing.TB, dir string) *cluster {
 			"--bind", "127.0.0.1", "--port", strconv.Itoa(ports[3*i]),
 			"--dir", filepath.Join(dir, id), "--node-id", id,
 			"--raft-addr", n.raftAddr, "--raft-advertise", proxyAddr,
-			"--appendonly", "yes", "--appendfsync", "always",
+		}
+		n.args = append(n.args, persistence...)
+		n.args = append(n.args,
 			// Elections and leadership changes, to read a failure by.
 			"--raft-log-level", "info",
-		}
+		)
 		if i > 0 {
 			n.args = append(n.args, "--join", c.nodes[0].clientAddr)
 		}
@@ -104,6 +115,9 @@ func startCluster(t testing.TB, dir string) *cluster {
 		}
 		return true
 	})
+	if inMemory {
+		c.nodes[0].args = append(c.nodes[0].args, "--join", c.nodes[1].clientAddr)
+	}
 	return c
 }
 
