@@ -13,9 +13,9 @@ import (
 var errCatchingUp = errors.New("cluster: this node started without its log and has not caught up with the leader: it does not stand for election yet")
 
 // catchUpTransport is the raft transport of a node that starts without
-// its log (--appendonly no) and joins a cluster that may count it as a
-// voter: as one restarted after it acknowledged entries in an earlier
-// run. Raft's safety rests on every voter keeping what it acknowledged,
+// its log (--appendonly no, or an emptied --dir) and joins a cluster that
+// may count it as a voter: as one restarted after it acknowledged entries
+// in an earlier run. Raft's safety rests on every voter keeping what it acknowledged,
 // and such a node does not: its empty log would vote for a candidate that
 // lacks entries committed with its acknowledgement, which would then be
 // lost although only this node restarted. So it neither grants votes nor

@@ -29,13 +29,25 @@ func (c *testCluster) restartEmpty(tn *testNode, configure func(*Config)) *testN
 
 // TestRestartedEmptyWaitsToVote commits a write with the leader and one
 // follower while the other follower is cut off, restarts the first
-// follower without its log, and cuts the leader off: the stale follower
-// stands for election, and the votes of the empty node would elect it
-// without the acknowledged write. The empty node refuses them until it
-// has caught up, so no node leads until the leader comes back; then the
-// write is everywhere, and the restarted node votes again (it and the
-// stale node elect a leader once the old one dies).
+// follower without its log (in memory, or on disk in a dir emptied), and
+// cuts the leader off: the stale follower stands for election, and the
+// votes of the empty node would elect it without the acknowledged write.
+// The empty node refuses them until it has caught up, so no node leads
+// until the leader comes back; then the write is everywhere, and the
+// restarted node votes again (it and the stale node elect a leader once
+// the old one dies).
 func TestRestartedEmptyWaitsToVote(t *testing.T) {
+	for name, configure := range map[string]func(*Config){
+		"log in memory":       nil,
+		"log in an empty dir": func(cfg *Config) { cfg.AppendOnly, cfg.Dir = true, t.TempDir() },
+	} {
+		t.Run(name, func(t *testing.T) { testRestartedEmptyWaitsToVote(t, configure) })
+	}
+}
+
+// testRestartedEmptyWaitsToVote is TestRestartedEmptyWaitsToVote with the
+// restarted node configured by configure.
+func testRestartedEmptyWaitsToVote(t *testing.T, configure func(*Config)) {
 	c := newTestCluster(t, 3, nil)
 	leader := c.leader()
 	var stale, restarted *testNode
@@ -52,17 +64,21 @@ func TestRestartedEmptyWaitsToVote(t *testing.T) {
 	if err := leader.node.Apply([]store.Command{cmd(0, "SET", "k", "acked")}, new(store.Replies)); err != nil {
 		t.Fatal(err)
 	}
-	restarted = c.restartEmpty(restarted, nil)
+	restarted = c.restartEmpty(restarted, configure)
 	c.heal()
 	c.isolate(leader)
 
 	ctx, cancel := context.WithTimeout(c.ctx, 20*time.Second)
 	defer cancel()
 	const refusals = 3
+	guard := restarted.node.catchUp
+	if guard == nil {
+		guard = new(catchUpTransport) // none: it refuses nothing
+	}
 	refused, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
-		restarted.node.catchUp.refused.wait(ctx, refusals)
+		guard.refused.wait(ctx, refusals)
 		stop()
 	}()
 	for refused.Err() == nil && !stale.node.IsLeader() {
@@ -73,7 +89,7 @@ func TestRestartedEmptyWaitsToVote(t *testing.T) {
 		t.Fatalf("%s was elected with the votes of %s, which restarted without its log: it lacks the acknowledged write (GET k: %q)",
 			stale.id, restarted.id, read(stale.st, cmd(0, "GET", "k")))
 	case ctx.Err() != nil:
-		t.Fatalf("%s refused %d vote requests, want %d", restarted.id, restarted.node.catchUp.refused.get(), refusals)
+		t.Fatalf("%s refused %d vote requests, want %d", restarted.id, guard.refused.get(), refusals)
 	}
 
 	c.heal()
@@ -83,7 +99,7 @@ func TestRestartedEmptyWaitsToVote(t *testing.T) {
 			t.Errorf("%s: GET k = %q, want the acknowledged write", tn.id, got)
 		}
 	}
-	if !restarted.node.catchUp.check() {
+	if restarted.node.CatchingUp() {
 		t.Fatalf("%s has not caught up after converging", restarted.id)
 	}
 	c.kill(c.leader())

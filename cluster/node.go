@@ -55,7 +55,7 @@ type Node struct {
 	logWrites *timedLogs            // the log store raft writes through
 	attaching atomic.Bool           // snapshots opened carry the Attachment (set once raft started)
 	transport io.Closer             // the transport Open created, or nil
-	catchUp   *catchUpTransport     // raft's transport while it joins without its log; nil otherwise
+	catchUp   *catchUpTransport     // raft's transport on a node that joined without raft state; nil otherwise
 	mux       *mux                  // the listener Open created, or nil
 	peers     Peers                 // nil: writes are not forwarded
 	relays    *relayer              // commands for other members (Relay); nil without peers
@@ -136,17 +136,19 @@ func (n *Node) start(network *Network) error {
 	if n.peers != nil {
 		n.relays = newRelayer(n.peers, n.cfg.NodeID, maxRelayBytes, n.log)
 	}
-	if !n.cfg.AppendOnly && !n.cfg.Bootstrap {
-		n.catchUp = newCatchUpTransport(trans, raft.ServerID(n.cfg.NodeID), &n.fsm.applied)
-		trans = n.catchUp
-		n.goFunc(func() { n.catchUp.relay(n.raftDown) })
-	}
 	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("cluster: reading raft state: %w", err)
 	}
 	if !n.cfg.AppendOnly {
 		existing = false // a term and vote alone (see openVoteStore): it bootstraps or joins
+	}
+	if !existing && !n.cfg.Bootstrap {
+		// It may be a member that lost its log: to --appendonly no, or
+		// with its --dir.
+		n.catchUp = newCatchUpTransport(trans, raft.ServerID(n.cfg.NodeID), &n.fsm.applied)
+		trans = n.catchUp
+		n.goFunc(func() { n.catchUp.relay(n.raftDown) })
 	}
 	rc := n.raftConfig()
 	if n.cfg.Recover {
