@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -26,9 +27,11 @@ type memAttachment struct {
 	content string
 	offered int   // copies handed to RestoreCopy
 	err     error // what Err returns
+	asked   progress
 }
 
 func (a *memAttachment) Err() error {
+	a.asked.advance(a.asked.get() + 1)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.err
@@ -310,6 +313,44 @@ func TestSnapshotWaitsForAttachment(t *testing.T) {
 		if n.SaveStats().Failed {
 			t.Errorf("the last save failed after a snapshot that succeeded (log on disk %v)", onDisk)
 		}
+	}
+}
+
+// TestFailedSnapshotRetriedLater checks that a node whose snapshot to
+// compact the log failed (here, refused while its attachment is stopped)
+// tries again only after snapshotRetryDelay, as Redis retries a failed
+// background save, and not at each entry applied meanwhile: each try
+// writes the whole state.
+func TestFailedSnapshotRetriedLater(t *testing.T) {
+	atts := map[string]*memAttachment{"n1": {}}
+	dirs := map[string]string{"n1": t.TempDir()}
+	c := newTestCluster(t, 1, func(cfg *Config) {
+		withAttachments(atts, dirs)(cfg)
+		cfg.SnapshotBytes = 1 // every entry makes a snapshot due
+	})
+	n, att := c.leader().node, atts["n1"]
+	write := func() {
+		if err := n.Apply([]store.Command{cmd(0, "INCR", "k")}, new(store.Replies)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	att.setErr(errors.New("write history.db: no space left on device"))
+	base := att.asked.get()
+	write()
+	ctx, cancel := context.WithTimeout(c.ctx, 3*snapshotRetryDelay)
+	defer cancel()
+	if err := att.asked.wait(ctx, base+1); err != nil {
+		t.Fatalf("no snapshot tried after an entry made one due: %v", err)
+	}
+	for range 20 {
+		write()
+	}
+	if tries := att.asked.get() - base; tries != 1 {
+		t.Errorf("%d snapshots tried within 21 entries of a failure, want 1", tries)
+	}
+	att.setErr(nil)
+	if err := att.asked.wait(ctx, base+2); err != nil {
+		t.Fatalf("no snapshot tried again after %v: %v", snapshotRetryDelay, err)
 	}
 }
 

@@ -663,8 +663,16 @@ func (n *Node) observe() {
 	})
 }
 
+// snapshotRetryDelay is the least time between a snapshot that failed
+// to compact the log and the next try: Redis's wait before it retries a
+// failed background save.
+const snapshotRetryDelay = 5 * time.Second
+
 // compactLoop takes a snapshot, which compacts the log, whenever the
-// entries applied since the last one exceed SnapshotBytes.
+// entries applied since the last one exceed SnapshotBytes. After one
+// fails (a full disk, say) it waits snapshotRetryDelay before the next:
+// the entries applied meanwhile each make one due, and each try writes
+// the whole state.
 func (n *Node) compactLoop() {
 	for {
 		select {
@@ -672,8 +680,15 @@ func (n *Node) compactLoop() {
 			return
 		case <-n.fsm.due:
 		}
-		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
-			n.log.Warn("snapshot to compact the log failed", "error", err)
+		err := n.raft.Snapshot().Error()
+		if err == nil || errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			continue
+		}
+		n.log.Warn("snapshot to compact the log failed", "error", err, "retry-in", snapshotRetryDelay)
+		select {
+		case <-n.quit:
+			return
+		case <-time.After(snapshotRetryDelay):
 		}
 	}
 }
