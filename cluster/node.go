@@ -50,8 +50,7 @@ type Node struct {
 	batch *batcher
 
 	bolt      *raftboltdb.BoltStore // nil without AppendOnly
-	votes     *raftboltdb.BoltStore // the term and vote without AppendOnly (see openVoteStore), or nil
-	stable    raft.StableStore      // the stable store without AppendOnly, which records the membership; nil with
+	stable    raft.StableStore      // without AppendOnly, the term and vote and the membership (see openVoteStore); nil with
 	logWrites *timedLogs            // the log store raft writes through
 	attaching atomic.Bool           // snapshots opened carry the Attachment (set once raft started)
 	transport io.Closer             // the transport Open created, or nil
@@ -451,10 +450,7 @@ func (n *Node) openRaftStores() (raft.LogStore, raft.StableStore, raft.SnapshotS
 		n.fsm.membership = n.noteMembership
 		return n.logWrites, stable, newMemSnapshots(), nil
 	}
-	if err := os.MkdirAll(n.cfg.Dir, 0o755); err != nil {
-		return nil, nil, nil, fmt.Errorf("cluster: %w", err)
-	}
-	if err := claimDir(n.cfg.Dir, n.cfg.NodeID); err != nil {
+	if err := n.claimDataDir(); err != nil {
 		return nil, nil, nil, err
 	}
 	path := filepath.Join(n.cfg.Dir, "raft.db")
@@ -616,6 +612,15 @@ func pastGap(logs raft.LogStore, i, limit uint64) uint64 {
 // dir's raft state belongs to.
 const nodeIDFile = "node-id"
 
+// claimDataDir creates Dir if it does not exist and claims it for this
+// node (see claimDir).
+func (n *Node) claimDataDir() error {
+	if err := os.MkdirAll(n.cfg.Dir, 0o755); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return claimDir(n.cfg.Dir, n.cfg.NodeID)
+}
+
 // claimDir records in dir that it holds node id's state, or refuses a dir
 // that holds another node's.
 func claimDir(dir, id string) error {
@@ -751,8 +756,8 @@ func (n *Node) closeStores() error {
 	if n.bolt != nil {
 		err = n.bolt.Close()
 	}
-	if n.votes != nil {
-		err = errors.Join(err, n.votes.Close())
+	if c, ok := n.stable.(io.Closer); ok {
+		err = errors.Join(err, c.Close())
 	}
 	if n.transport != nil {
 		err = errors.Join(err, n.transport.Close())

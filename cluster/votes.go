@@ -32,10 +32,7 @@ func (n *Node) openVoteStore(mem *raft.InmemStore) (raft.StableStore, error) {
 	if n.cfg.Dir == "" {
 		return mem, nil
 	}
-	if err := os.MkdirAll(n.cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
-	if err := claimDir(n.cfg.Dir, n.cfg.NodeID); err != nil {
+	if err := n.claimDataDir(); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(n.cfg.Dir, voteFile)
@@ -60,7 +57,6 @@ func (n *Node) openVoteStore(mem *raft.InmemStore) (raft.StableStore, error) {
 			return nil, err
 		}
 	}
-	n.votes = votes
 	return votes, nil
 }
 
