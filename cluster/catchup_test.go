@@ -50,16 +50,7 @@ func TestRestartedEmptyWaitsToVote(t *testing.T) {
 func testRestartedEmptyWaitsToVote(t *testing.T, configure func(*Config)) {
 	c := newTestCluster(t, 3, nil)
 	leader := c.leader()
-	var stale, restarted *testNode
-	for _, tn := range c.nodes {
-		switch {
-		case tn == leader:
-		case stale == nil:
-			stale = tn
-		default:
-			restarted = tn
-		}
-	}
+	stale, restarted := c.followers(leader)
 	c.isolate(stale)
 	if err := leader.node.Apply([]store.Command{cmd(0, "SET", "k", "acked")}, new(store.Replies)); err != nil {
 		t.Fatal(err)
@@ -123,10 +114,7 @@ func TestRestartedEmptyKeepsTerm(t *testing.T) {
 	c := newTestCluster(t, 3, inDir)
 	leader := c.leader()
 	term := leader.node.raft.CurrentTerm()
-	follower := c.live()[0]
-	if follower == leader {
-		follower = c.live()[1]
-	}
+	follower, _ := c.followers(leader)
 	restarted := c.restartEmpty(follower, inDir)
 	if got := restarted.node.raft.CurrentTerm(); got != term {
 		t.Errorf("%s restarted at term %d, want %d", restarted.id, got, term)

@@ -262,16 +262,7 @@ func key(w, i int) string { return "w" + strconv.Itoa(w) + ":" + strconv.Itoa(i)
 func TestMembershipRefusals(t *testing.T) {
 	c := newTestCluster(t, 3, nil)
 	l := c.leader()
-	var f, other *testNode
-	for _, tn := range c.nodes {
-		switch {
-		case tn == l:
-		case f == nil:
-			f = tn
-		default:
-			other = tn
-		}
-	}
+	f, other := c.followers(l)
 	before, err := l.node.Members()
 	if err != nil || len(before) != 3 {
 		t.Fatalf("members %v, %v", before, err)

@@ -172,6 +172,21 @@ func (c *testCluster) leader() *testNode {
 	}
 }
 
+// followers returns the two nodes of a three-node cluster that do not
+// lead, leader being the one that does.
+func (c *testCluster) followers(leader *testNode) (a, b *testNode) {
+	for _, tn := range c.nodes {
+		switch {
+		case tn == leader:
+		case a == nil:
+			a = tn
+		default:
+			b = tn
+		}
+	}
+	return a, b
+}
+
 // close stops every node, leaders first: a leader waits for its RPCs in
 // flight, which a stopped follower would leave to time out.
 func (c *testCluster) close() {
