@@ -87,9 +87,9 @@ func (t *catchUpTransport) refuse(rpc raft.RPC) bool {
 		t.noteLeader(req)
 		return false
 	case *raft.RequestVoteRequest:
-		resp = &raft.RequestVoteResponse{RPCHeader: t.header(), Term: req.Term}
+		resp = &raft.RequestVoteResponse{RPCHeader: rpcHeader(t, t.id), Term: req.Term}
 	case *raft.RequestPreVoteRequest:
-		resp = &raft.RequestPreVoteResponse{RPCHeader: t.header(), Term: req.Term}
+		resp = &raft.RequestPreVoteResponse{RPCHeader: rpcHeader(t, t.id), Term: req.Term}
 	default:
 		return false
 	}
@@ -141,10 +141,6 @@ func (t *catchUpTransport) check() bool {
 		t.caughtUp.Store(true)
 	}
 	return t.caughtUp.Load()
-}
-
-func (t *catchUpTransport) header() raft.RPCHeader {
-	return raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(t.id), Addr: t.EncodePeer(t.id, t.LocalAddr())}
 }
 
 // RequestVote implements raft.Transport: it fails until the node has

@@ -112,12 +112,10 @@ type Config struct {
 	MaxEntryCommands int
 	// MaxBatchBytes bounds the encoded commands of one batch of writes (a
 	// connection's pipeline, or its MULTI block): a larger one is refused
-	// with an error. Every node writes an entry whole before it answers
-	// anything else the leader sends, heartbeats included, so an entry
-	// that takes the followers longer to write than LeaderLeaseTimeout
-	// costs the leader its leadership, and the write its outcome. A node
-	// that is its cluster's only voter takes larger batches: no lease
-	// waits for another node there.
+	// with an error. Every node writes an entry whole before it takes
+	// the next one the leader sends, so the writes behind a large entry
+	// wait for it on every follower. A node that is its cluster's only
+	// voter takes larger batches: no other node waits for it there.
 	MaxBatchBytes int
 	// MaxInflight is how many entries the leader has being committed at
 	// once; batches arriving meanwhile wait and share the next entry. The

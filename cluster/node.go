@@ -55,6 +55,7 @@ type Node struct {
 	attaching atomic.Bool           // snapshots opened carry the Attachment (set once raft started)
 	transport io.Closer             // the transport Open created, or nil
 	catchUp   *catchUpTransport     // raft's transport on a node that joined without raft state; nil otherwise
+	serial    *serialTransport      // the network transport Open created, or nil
 	mux       *mux                  // the listener Open created, or nil
 	peers     Peers                 // nil: writes are not forwarded
 	relays    *relayer              // commands for other members (Relay); nil without peers
@@ -125,7 +126,9 @@ func (n *Node) start(network *Network) error {
 			return fmt.Errorf("cluster: raft address: %w", err)
 		}
 		t := raft.NewNetworkTransportWithLogger(m, tcpMaxPool, tcpTimeout, n.log)
-		trans, n.transport, n.mux = serialTransport{t}, t, m
+		n.serial = newSerialTransport(t, raft.ServerID(n.cfg.NodeID), n.raftDown)
+		n.goFunc(n.serial.relay)
+		trans, n.transport, n.mux = n.serial, t, m
 		p := NewRESPPeers(n.cfg.Password, n.cfg.TLS)
 		p.callBytes = n.cfg.MaxBatchBytes
 		n.peers = p
@@ -161,6 +164,9 @@ func (n *Node) start(network *Network) error {
 			return fmt.Errorf("cluster: starting raft from %s: %w", n.cfg.Dir, err)
 		}
 		return fmt.Errorf("cluster: starting raft: %w", err)
+	}
+	if n.serial != nil {
+		n.serial.follow(n.raft)
 	}
 	// NewRaft restored the node's own newest snapshot: from now on a
 	// snapshot is opened to be sent to a follower, or restored from one.

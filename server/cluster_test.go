@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1274,4 +1275,50 @@ func TestWait(t *testing.T) {
 	}
 	lc.expect(":3\r\n", "INCR", "k")
 	lc.expect(":1\r\n", "WAIT", "2", "100")
+}
+
+// TestLeaderKeepsLeadWhileFollowersStall holds up every log write of both
+// followers for longer than the leader's lease and its followers'
+// heartbeat timeout, as a disk busy with another file's flush does: the
+// followers still answer the leader's heartbeats, so it keeps its lead,
+// and the writes it takes meanwhile succeed once the followers' writes
+// finish, in the same term.
+func TestLeaderKeepsLeadWhileFollowersStall(t *testing.T) {
+	const stall = 700 * time.Millisecond
+	var stalled [3]atomic.Bool
+	member := 0
+	srvs := startCluster(t, 3, func(c *Config) {
+		me := &stalled[member]
+		member++
+		c.Cluster.LogWritten = func(time.Duration) {
+			if me.Load() {
+				time.Sleep(stall)
+			}
+		}
+	})
+	l := clusterLeader(t, srvs)
+	term := l.Node().Stats().Term
+	for i, s := range srvs {
+		if s != l {
+			stalled[i].Store(true)
+		}
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: l.Addr(), ReadTimeout: 10 * time.Second})
+	defer rdb.Close()
+	ctx := context.Background()
+	for i := range 3 {
+		if err := rdb.SetBit(ctx, "online", int64(i), 1).Err(); err != nil {
+			t.Fatalf("write %d while the followers' log writes stall: %v", i, err)
+		}
+	}
+	for i := range stalled {
+		stalled[i].Store(false)
+	}
+	if !l.Node().IsLeader() || l.Node().Stats().Term != term {
+		t.Fatalf("the leader of term %d lost its lead while its followers' log writes stalled: now %s in term %d", term, l.Node().Stats().State, l.Node().Stats().Term)
+	}
+	if n, err := rdb.BitCount(ctx, "online", nil).Result(); err != nil || n != 3 {
+		t.Fatalf("BITCOUNT online = %d, %v; want 3", n, err)
+	}
+	checkDigests(t, srvs)
 }

@@ -126,7 +126,14 @@ func New(cfg Config) (*Server, error) {
 	s.mu.clients = make(map[*client]struct{})
 	cc := cfg.Cluster
 	cc.Password = func() string { return s.settings.config().RequirePass }
-	cc.LogWritten = s.logWritten
+	if also := cc.LogWritten; also != nil {
+		cc.LogWritten = func(d time.Duration) {
+			s.logWritten(d)
+			also(d)
+		}
+	} else {
+		cc.LogWritten = s.logWritten
+	}
 	cc.TLS = peerTLS
 	s.store.SetExpiryObserver(s.expiryTook)
 	if cfg.History.Enabled {
