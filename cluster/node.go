@@ -53,7 +53,6 @@ type Node struct {
 	stable    raft.StableStore      // without AppendOnly, the term and vote and the membership (see openVoteStore); nil with
 	logWrites *timedLogs            // the log store raft writes through
 	attaching atomic.Bool           // snapshots opened carry the Attachment (set once raft started)
-	transport io.Closer             // the transport Open created, or nil
 	catchUp   *catchUpTransport     // raft's transport on a node that joined without raft state; nil otherwise
 	serial    *serialTransport      // the network transport Open created, or nil
 	mux       *mux                  // the listener Open created, or nil
@@ -128,7 +127,7 @@ func (n *Node) start(network *Network) error {
 		t := raft.NewNetworkTransportWithLogger(m, tcpMaxPool, tcpTimeout, n.log)
 		n.serial = newSerialTransport(t, raft.ServerID(n.cfg.NodeID), n.raftDown)
 		n.goFunc(n.serial.relay)
-		trans, n.transport, n.mux = n.serial, t, m
+		trans, n.mux = n.serial, m
 		p := NewRESPPeers(n.cfg.Password, n.cfg.TLS)
 		p.callBytes = n.cfg.MaxBatchBytes
 		n.peers = p
@@ -765,8 +764,8 @@ func (n *Node) closeStores() error {
 	if c, ok := n.stable.(io.Closer); ok {
 		err = errors.Join(err, c.Close())
 	}
-	if n.transport != nil {
-		err = errors.Join(err, n.transport.Close())
+	if n.serial != nil {
+		err = errors.Join(err, n.serial.Close())
 	}
 	if p, ok := n.peers.(*RESPPeers); ok && n.mux != nil {
 		p.Close()
