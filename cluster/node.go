@@ -55,6 +55,7 @@ type Node struct {
 	attaching atomic.Bool           // snapshots opened carry the Attachment (set once raft started)
 	catchUp   *catchUpTransport     // raft's transport on a node that joined without raft state; nil otherwise
 	serial    *serialTransport      // the network transport Open created, or nil
+	listed    bool                  // a membership applied listed this node as a voter (see noteMembership)
 	mux       *mux                  // the listener Open created, or nil
 	peers     Peers                 // nil: writes are not forwarded
 	relays    *relayer              // commands for other members (Relay); nil without peers

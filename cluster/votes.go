@@ -15,9 +15,9 @@ import (
 // (--appendonly no), the file of its raft term and vote.
 const voteFile = "raft-vote.db"
 
-// memberKey is the stable store's key for whether the node, at the latest
-// membership it applied or joined, was a voter of a cluster with other
-// voters: 1 if so. Only a node with its log in memory keeps it, since its
+// memberKey is the stable store's key for whether the node, when it
+// joined or at the latest membership it applied (see noteMembership), was
+// a voter of a cluster with other voters: 1 if so. Only a node with its log in memory keeps it, since its
 // membership goes with its log.
 var memberKey = []byte("presenced_member")
 
@@ -74,6 +74,10 @@ func openVotes(path string) (*raftboltdb.BoltStore, error) {
 
 // noteMembership records, on a node with its log in memory, whether conf,
 // a membership it applied, makes it a voter of a cluster with others.
+// Until it applies one that lists it, the memberships it applies are
+// older than its joining (a node that joins replays the log from the
+// start): they do not say it left, and leave the record as it is.
+// It runs on the state machine's goroutine.
 func (n *Node) noteMembership(conf raft.Configuration) {
 	voters, self := 0, false
 	for _, s := range conf.Servers {
@@ -82,6 +86,10 @@ func (n *Node) noteMembership(conf raft.Configuration) {
 			self = self || s.ID == raft.ServerID(n.cfg.NodeID)
 		}
 	}
+	if !self && !n.listed {
+		return
+	}
+	n.listed = true
 	n.markMember(self && voters > 1)
 }
 
