@@ -17,8 +17,8 @@ const voteFile = "raft-vote.db"
 
 // memberKey is the stable store's key for whether the node, when it
 // joined or at the latest membership it applied (see noteMembership), was
-// a voter of a cluster with other voters: 1 if so. Only a node with its log in memory keeps it, since its
-// membership goes with its log.
+// a voter of a cluster with other voters: 1 if so. Only a node with its
+// log in memory keeps it, since its membership goes with its log.
 var memberKey = []byte("presenced_member")
 
 // openVoteStore opens the stable store of a node with its log in memory:
