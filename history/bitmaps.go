@@ -31,12 +31,21 @@ const (
 	snapFullBack = 2
 )
 
-// Each snapshot is a bucket of its own in its series' bucket, named by its
-// time, holding the value under snapValueKey. bbolt never splits a leaf of
-// four keys or fewer, so values side by side in one bucket would be written
-// again with each snapshot appended after them: megabytes for a full, with
-// every snapshot.
+// A snapshot of more than maxInlineSnap bytes is a bucket of its own in its
+// series' bucket, named by its time, holding the value under snapValueKey:
+// bbolt never splits a leaf of four keys or fewer, so large values side by
+// side in one bucket would be written again with each snapshot appended
+// after them (megabytes for a full, with every snapshot). A smaller one is
+// the series bucket's value under its time: a bucket holding buckets always
+// takes a page of its own, so a key of a few bytes would cost 4 KiB a
+// snapshot, where a series of small values stays inline in its parent's
+// page until it outgrows a quarter of one.
 var snapValueKey = []byte("v")
+
+// maxInlineSnap is the size of the largest snapshot value stored in its
+// series bucket itself rather than in a bucket of its own: four of them
+// fill a page.
+const maxInlineSnap = 1024
 
 // snapValue returns the value of the snapshot named k in the series bucket
 // b, nil if there is none.
@@ -44,24 +53,41 @@ func snapValue(b *bolt.Bucket, k []byte) []byte {
 	if sb := b.Bucket(k); sb != nil {
 		return sb.Get(snapValueKey)
 	}
-	return nil
+	return b.Get(k)
 }
 
 // putSnap stores v as the snapshot at ts in the series bucket b, replacing
 // the one there.
 func putSnap(b *bolt.Bucket, ts int64, v []byte) error {
-	sb, err := b.CreateBucketIfNotExists(tsKey(ts))
+	if err := deleteSnap(b, ts); err != nil {
+		return err
+	}
+	k := tsKey(ts)
+	if len(v) <= maxInlineSnap {
+		return b.Put(k, v)
+	}
+	sb, err := b.CreateBucket(k)
 	if err != nil {
 		return err
 	}
 	return sb.Put(snapValueKey, v)
 }
 
-// snapCount is how many snapshots the series bucket b holds.
-func snapCount(b *bolt.Bucket) int64 {
-	var n int64
-	b.ForEachBucket(func([]byte) error { n++; return nil })
-	return n
+// deleteSnap deletes the snapshot at ts, if any, from the series bucket b.
+func deleteSnap(b *bolt.Bucket, ts int64) error {
+	k := tsKey(ts)
+	if b.Bucket(k) != nil {
+		return b.DeleteBucket(k)
+	}
+	return b.Delete(k)
+}
+
+// snapTimes returns the times of the snapshots the series bucket b holds,
+// oldest first.
+func snapTimes(b *bolt.Bucket) []int64 {
+	var times []int64
+	b.ForEach(func(k, _ []byte) error { times = append(times, keyTs(k)); return nil })
+	return times
 }
 
 // snap is a parsed snapshot value. A snapFullBack parses as a snapFull with

@@ -147,8 +147,7 @@ func (w *writer) compactSnaps(b *bolt.Bucket, st *batchStats) error {
 	if b == nil {
 		return nil
 	}
-	var times []int64
-	b.ForEachBucket(func(k []byte) error { times = append(times, keyTs(k)); return nil })
+	times := snapTimes(b)
 	var drop []int64
 	puts := map[int64][]byte{}
 	newIdx := map[int64]uint32{} // chain positions changed by re-encoding
@@ -176,7 +175,7 @@ func (w *writer) compactSnaps(b *bolt.Bucket, st *batchStats) error {
 		i = j
 	}
 	for _, ts := range drop {
-		if err := b.DeleteBucket(tsKey(ts)); err != nil {
+		if err := deleteSnap(b, ts); err != nil {
 			return err
 		}
 	}

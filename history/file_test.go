@@ -97,25 +97,27 @@ func TestDamagedFile(t *testing.T) {
 	}
 	db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("x")); return err })
 	db.Close()
-	// A history file of the first layout, whose snapshots sat side by side.
-	older := filepath.Join(dir, "version1.db")
-	if db, err = bolt.Open(older, 0o600, nil); err != nil {
-		t.Fatal(err)
-	}
-	db.Update(func(tx *bolt.Tx) error {
-		if err := initBuckets(tx); err != nil {
-			return err
+	// A history file of the first layout, whose snapshots sat side by
+	// side, and one of a layout after this build's.
+	for name, version := range map[string]uint64{"version1.db": 1, "newer.db": formatVersion + 1} {
+		if db, err = bolt.Open(filepath.Join(dir, name), 0o600, nil); err != nil {
+			t.Fatal(err)
 		}
-		return tx.Bucket(bucketMeta).Put(metaVersion, putU64(1))
-	})
-	db.Close()
+		db.Update(func(tx *bolt.Tx) error {
+			if err := initBuckets(tx); err != nil {
+				return err
+			}
+			return tx.Bucket(bucketMeta).Put(metaVersion, putU64(version))
+		})
+		db.Close()
+	}
 	h, _, _ := recorded(t, 23)
 	path := h.cfg.Path
 	h.Close()
 	good, _ := os.ReadFile(path)
 	smashed := append(bytes.Repeat([]byte{0xAB}, 16384), good[16384:]...)
 
-	for name, content := range map[string][]byte{"garbage.db": garbage, "smashed.db": smashed, "other.db": nil, "version1.db": nil} {
+	for name, content := range map[string][]byte{"garbage.db": garbage, "smashed.db": smashed, "other.db": nil, "version1.db": nil, "newer.db": nil} {
 		p := filepath.Join(dir, name)
 		if content != nil {
 			os.WriteFile(p, content, 0o600)

@@ -43,8 +43,15 @@ import (
 )
 
 // formatVersion is the layout of the file this package writes and reads:
-// since version 2 each snapshot is a bucket of its own (see snapValueKey).
-const formatVersion = 2
+// since version 3 a small snapshot is a value in its series' bucket, a
+// larger one a bucket of its own (see snapValueKey), as every one was in
+// version 2. A file of version 2 is read as it is and marked version 3 when
+// opened, so a build that reads version 2 only does not misread what is
+// written after.
+const (
+	formatVersion       = 3
+	oldestFormatVersion = 2 // the oldest version read
+)
 
 var (
 	bucketMeta    = []byte("meta")
@@ -187,15 +194,19 @@ func openDB(cfg Config) (db *bolt.DB, err error) {
 			}
 			return initBuckets(tx)
 		}
-		if v := meta.Get(metaVersion); len(v) != 8 || getU64(v) != formatVersion {
-			return fmt.Errorf("history format version %d, this build reads version %d only", getU64(v), formatVersion)
+		v := meta.Get(metaVersion)
+		if len(v) != 8 || getU64(v) < oldestFormatVersion || getU64(v) > formatVersion {
+			return fmt.Errorf("history format version %d, this build reads versions %d to %d only", getU64(v), oldestFormatVersion, formatVersion)
 		}
 		for _, name := range [][]byte{bucketCounts, bucketBitmaps, bucketPurged} {
 			if tx.Bucket(name) == nil {
 				return fmt.Errorf("bucket %s missing", name)
 			}
 		}
-		return nil
+		if getU64(v) == formatVersion {
+			return nil
+		}
+		return meta.Put(metaVersion, putU64(formatVersion))
 	})
 	if err != nil {
 		db.Close()

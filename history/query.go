@@ -211,7 +211,7 @@ func (h *History) Info(db int, key string) (Info, error) {
 			}
 		}
 		if b := seriesBucket(tx, bucketBitmaps, series); b != nil {
-			return b.ForEachBucket(func(k []byte) error {
+			return b.ForEach(func(k, _ []byte) error {
 				if info.Snapshots == 0 {
 					info.OldestSnapshot = keyTs(k)
 				}

@@ -350,7 +350,7 @@ func (w *writer) purge(tx *bolt.Tx, o *op, st *batchStats) error {
 		}
 	}
 	if b := tx.Bucket(bucketBitmaps).Bucket(name); b != nil {
-		st.snaps -= snapCount(b)
+		st.snaps -= int64(len(snapTimes(b)))
 		if err := tx.Bucket(bucketBitmaps).DeleteBucket(name); err != nil {
 			return err
 		}
