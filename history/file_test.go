@@ -339,3 +339,41 @@ func TestIdleAdvances(t *testing.T) {
 	}
 	r.check(t, g, t0, 100)
 }
+
+// TestSeriesStatesForgotten records with room for two series states, so
+// the writer drops and reads back states all along: the file still answers
+// as the model does, after a purge and a replay of every record (whose
+// purged records stay out when the purge mark is read back), and after a
+// transaction that used one series it keeps that one's state alone.
+func TestSeriesStatesForgotten(t *testing.T) {
+	cfg := testConfig(t, "100ms:1d")
+	h := mustOpen(t, cfg)
+	h.w.maxSeries = 2 // before the first record: the queue's lock orders it before the writer reads it
+	r := newRecorder(24)
+	for i := 0; i < 300; i++ {
+		r.step(h)
+	}
+	purgeAt := r.now + 50
+	h.Purge(purgeAt, 0, "a")
+	r.m.counts[seriesName(0, "a")] = nil
+	r.m.snaps[seriesName(0, "a")] = nil
+	b := seriesName(0, "b")
+	recordB := func() { // a transaction that uses b's state alone
+		r.now += 100
+		r.counts[b]++
+		r.m.counts[b] = append(r.m.counts[b], point{r.now, r.counts[b]})
+		h.RecordCount(r.now, 0, "b", r.counts[b])
+		h.Advance(r.now)
+		waitIdle(t, h)
+	}
+	recordB()
+	for _, call := range r.calls { // records already written, or purged
+		call(h)
+	}
+	waitIdle(t, h)
+	recordB()
+	if len(h.w.series) != 1 || h.w.series[b] == nil {
+		t.Fatalf("%d series states kept after a transaction that used %s's alone", len(h.w.series), b)
+	}
+	r.check(t, h, t0, 300)
+}

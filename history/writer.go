@@ -11,17 +11,21 @@ import (
 // writer is the one goroutine that writes the file. Its fields are only
 // touched by that goroutine.
 type writer struct {
-	h      *History
-	series map[string]*seriesState
+	h         *History
+	series    map[string]*seriesState // see forgetSeries
+	maxSeries int                     // maxCachedSeries but in tests
+	txN       uint64                  // transactions begun, numbering them for seriesState.usedIn
 
 	compactNext    int64    // log time of the next compaction pass
 	compactPending []string // series left in the current pass
 	compactNow     int64    // log time the current pass compacts for
 }
 
-// seriesState caches what the writer needs to append to a series.
+// seriesState caches what the writer needs to append to a series; each
+// field is read from the file again when the state is dropped.
 type seriesState struct {
-	purged int64 // records at or before this time are ignored
+	usedIn uint64 // the transaction that used it last
+	purged int64  // records at or before this time are ignored
 
 	countLoaded bool
 	lastTs      int64
@@ -40,7 +44,7 @@ type batchStats struct {
 }
 
 func newWriter(h *History) *writer {
-	return &writer{h: h, series: map[string]*seriesState{}}
+	return &writer{h: h, series: map[string]*seriesState{}, maxSeries: maxCachedSeries}
 }
 
 func (w *writer) run() {
@@ -150,6 +154,8 @@ func (w *writer) applyTx(ops []op) (err error) {
 		}
 	}()
 	var st batchStats
+	w.txN++
+	defer w.forgetSeries()
 	err = w.h.db.Update(func(tx *bolt.Tx) error {
 		for i := range ops {
 			if err := w.apply(tx, &ops[i], &st); err != nil {
@@ -172,6 +178,27 @@ func (w *writer) applyTx(ops []op) (err error) {
 		w.h.cache.clear()
 	}
 	return nil
+}
+
+// maxCachedSeries bounds the series states the writer keeps between
+// transactions. A node with many keys (and one whose keys come and go)
+// would otherwise keep a state for every key it ever recorded.
+const maxCachedSeries = 1 << 16
+
+// forgetSeries drops, once more than maxSeries are kept, the states of the
+// series the last transaction did not use: those a key records at every
+// tick stay, the others are read again when next needed. A pass visits the
+// states kept since the last one and those the last transaction used: no
+// more than the transactions in between touched.
+func (w *writer) forgetSeries() {
+	if len(w.series) <= w.maxSeries {
+		return
+	}
+	for name, s := range w.series {
+		if s.usedIn != w.txN {
+			delete(w.series, name)
+		}
+	}
 }
 
 // writeNewest writes the newest Advance to the file, where batches of
@@ -248,6 +275,7 @@ func (w *writer) state(tx *bolt.Tx, series string) *seriesState {
 		s = &seriesState{purged: int64(getU64(tx.Bucket(bucketPurged).Get([]byte(series))))}
 		w.series[series] = s
 	}
+	s.usedIn = w.txN
 	return s
 }
 
