@@ -43,8 +43,8 @@ const (
 var snapValueKey = []byte("v")
 
 // maxInlineSnap is the size of the largest snapshot value stored in its
-// series bucket itself rather than in a bucket of its own: four of them
-// fill a page.
+// series bucket itself rather than in a bucket of its own: a leaf that
+// bbolt does not split, four of them, takes about a page.
 const maxInlineSnap = 1024
 
 // snapValue returns the value of the snapshot named k in the series bucket
