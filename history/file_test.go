@@ -377,3 +377,35 @@ func TestSeriesStatesForgotten(t *testing.T) {
 	}
 	r.check(t, h, t0, 300)
 }
+
+// TestQueuedSnapshotsForgotten keeps room for two series in the record of
+// the last snapshot queued: past it, the series without a snapshot at the
+// boundary being queued are forgotten, and their changes are refused (the
+// store records them in full) while the others' are taken; the file still
+// answers as the model does.
+func TestQueuedSnapshotsForgotten(t *testing.T) {
+	h := mustOpen(t, testConfig(t, "100ms:1d"))
+	h.q.maxSnaps = 2 // before the first record, from the goroutine that records
+	for _, s := range []struct {
+		ts  int64
+		key string
+	}{{t0, "a"}, {t0, "b"}, {t0 + 100, "c"}, {t0 + 100, "d"}, {t0 + 100, "e"}} {
+		h.RecordString(s.ts, 0, s.key, []byte{1})
+	}
+	for key, since := range map[string]int64{"a": t0, "b": t0, "c": t0 + 100, "d": t0 + 100, "e": t0 + 100} {
+		if takes, want := h.takesChanges(seriesName(0, key), since), since == t0+100; takes != want {
+			t.Errorf("changes to %s since %d taken: %v, want %v", key, since, takes, want)
+		}
+	}
+
+	h = mustOpen(t, testConfig(t, "100ms:1d"))
+	h.q.maxSnaps = 2
+	r := newRecorder(25)
+	for i := 0; i < 300; i++ {
+		r.step(h)
+	}
+	if r.changes == 0 {
+		t.Fatal("no changes taken")
+	}
+	r.check(t, h, t0, 300)
+}

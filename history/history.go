@@ -134,8 +134,34 @@ type queue struct {
 	compacting bool
 	// lastSnap is each series' last snapshot queued since the last purge
 	// of the series and the last restore: an opChanges is queued only on
-	// top of it.
+	// top of it. See forgetSnaps.
 	lastSnap map[string]queuedSnap
+	// snapsKept is the size of lastSnap above which forgetSnaps runs, when
+	// more than maxSnaps (maxQueuedSnaps but in tests).
+	snapsKept, maxSnaps int
+}
+
+// maxQueuedSnaps bounds lastSnap, for a node with many keys (or whose keys
+// come and go), which would otherwise keep an entry for every key it ever
+// recorded.
+const maxQueuedSnaps = 1 << 16
+
+// forgetSnaps drops, once lastSnap holds more than snapsKept series, those
+// whose last snapshot is older than ts, the boundary being queued: a key
+// that changes every interval keeps its entry, and one that changed less
+// often has its next snapshot recorded in full (RecordChanges refuses its
+// changes) rather than as its XOR. snapsKept then doubles what is kept, so
+// that the passes cost no more than the entries added between them.
+func (q *queue) forgetSnaps(ts int64) {
+	if len(q.lastSnap) <= max(q.snapsKept, q.maxSnaps) {
+		return
+	}
+	for series, last := range q.lastSnap {
+		if last.ts < ts {
+			delete(q.lastSnap, series)
+		}
+	}
+	q.snapsKept = 2 * len(q.lastSnap)
 }
 
 // queuedSnap is the last snapshot queued for a series.
@@ -157,6 +183,7 @@ func Open(cfg Config) (*History, error) {
 	}
 	h := &History{cfg: cfg, tiers: sortedTiers(cfg.Retention), db: db, done: make(chan struct{})}
 	h.q.cond = sync.NewCond(&h.q.mu)
+	h.q.maxSnaps = maxQueuedSnaps
 	h.cache = newCache(cfg.CacheBytes)
 	if err := h.loadMeta(); err != nil {
 		db.Close()
@@ -369,12 +396,15 @@ func (h *History) enqueue(o op, size int64) bool {
 			q.lastSnap = map[string]queuedSnap{}
 		}
 		q.lastSnap[o.series] = queuedSnap{ts: o.ts}
+		q.forgetSnaps(o.ts)
 	case opChanges:
 		q.lastSnap[o.series] = queuedSnap{ts: o.ts, changes: q.lastSnap[o.series].changes + 1}
+		q.forgetSnaps(o.ts)
 	case opPurge:
 		delete(q.lastSnap, o.series)
 	case opRestore:
 		clear(q.lastSnap)
+		q.snapsKept = 0
 	}
 	o.size = size
 	q.ops = append(q.ops, o)
