@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -165,10 +166,10 @@ func TestRecordBitmapWithFlips(t *testing.T) {
 	}
 }
 
-// TestRecordString records strings as snapshots, whole and as the base of
+// TestRecordStrings records strings as snapshots, whole and as the base of
 // changes, and reads back the bits a string holds (bit 7-i%8 of byte i/8
 // is bit i) and its length.
-func TestRecordString(t *testing.T) {
+func TestRecordStrings(t *testing.T) {
 	h := mustOpen(t, testConfig(t, "1m:1d"))
 	ts := t0
 	for _, raw := range [][]byte{{}, {0x80}, {0x01, 0xff, 0}, bytes.Repeat([]byte{0xa5}, 8193)} {
@@ -179,7 +180,7 @@ func TestRecordString(t *testing.T) {
 				want.Add(i)
 			}
 		}
-		h.RecordString(ts, 0, "k", bytes.Clone(raw))
+		h.RecordStrings(ts, 0, []string{"k"}, [][]byte{bytes.Clone(raw)})
 		h.Advance(ts)
 		if err := h.Sync(); err != nil {
 			t.Fatal(err)
@@ -198,5 +199,28 @@ func TestRecordString(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkBitmapAt(t, h, ts+50, next)
+	}
+
+	// Several keys at once, one of them too long to record.
+	ts += 100
+	long := strings.Repeat("x", maxKeyLen+1)
+	keys := []string{"s1", long, "s2", "k"}
+	raws := [][]byte{{0x40}, {0xff}, {0, 0x01}, {}}
+	h.RecordStrings(ts, 1, keys, raws)
+	h.Advance(ts)
+	if err := h.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string][]uint32{"s1": {1}, "s2": {15}, "k": nil} {
+		bm, n, err := h.BitmapAt(1, key, ts)
+		if err != nil || !slices.Equal(bm.ToArray(), want) {
+			t.Fatalf("%s in a batch read back as %v, %v; want %v", key, bm.ToArray(), err, want)
+		}
+		if i := slices.Index(keys, key); n != uint64(len(raws[i])) {
+			t.Fatalf("%s: %d bytes read back, want %d", key, n, len(raws[i]))
+		}
+	}
+	if info, err := h.Info(1, long); err != nil || info.Snapshots != 0 {
+		t.Fatalf("a key over %d bytes recorded: %+v, %v", maxKeyLen, info, err)
 	}
 }

@@ -386,12 +386,8 @@ func TestSeriesStatesForgotten(t *testing.T) {
 func TestQueuedSnapshotsForgotten(t *testing.T) {
 	h := mustOpen(t, testConfig(t, "100ms:1d"))
 	h.q.maxSnaps = 2 // before the first record, from the goroutine that records
-	for _, s := range []struct {
-		ts  int64
-		key string
-	}{{t0, "a"}, {t0, "b"}, {t0 + 100, "c"}, {t0 + 100, "d"}, {t0 + 100, "e"}} {
-		h.RecordString(s.ts, 0, s.key, []byte{1})
-	}
+	h.RecordStrings(t0, 0, []string{"a", "b"}, [][]byte{{1}, {1}})
+	h.RecordStrings(t0+100, 0, []string{"c", "d", "e"}, [][]byte{{1}, {1}, {1}})
 	for key, since := range map[string]int64{"a": t0, "b": t0, "c": t0 + 100, "d": t0 + 100, "e": t0 + 100} {
 		if takes, want := h.takesChanges(seriesName(0, key), since), since == t0+100; takes != want {
 			t.Errorf("changes to %s since %d taken: %v, want %v", key, since, takes, want)

@@ -5,10 +5,10 @@
 // retention tiers.
 //
 // A History is a store.HistorySink: the store calls RecordCount,
-// RecordBitmap, RecordChanges, RecordString, Advance and Purge in log
+// RecordBitmap, RecordChanges, RecordStrings, Advance and Purge in log
 // order with its write lock held. A snapshot comes either whole
-// (RecordBitmap, a private copy of the bitmap; RecordString, a copy of a
-// string's bytes, whose bitmap the writer makes) or, once the History
+// (RecordBitmap, a private copy of the bitmap; RecordStrings, copies of
+// strings' bytes, whose bitmaps the writer makes) or, once the History
 // holds the key's previous snapshot, as the bits changed since then
 // (RecordChanges), which the writer stores as the snapshot's XOR without
 // reading the bitmap: so a snapshot of a large key costs in proportion to
@@ -102,9 +102,16 @@ type op struct {
 	byteLen uint64
 	flips   *roaring.Bitmap // opChanges, opBitmap (may be nil): the bits changed since the snapshot at since
 	since   int64
-	cards   []byte // opChanges: the container counts of the bitmap they make
+	cards   []byte       // opChanges: the container counts of the bitmap they make
+	strings []stringSnap // opStrings: the snapshots, each an opBitmap of a string
 	restore *restoreReq
 	size    int64 // queue bytes it holds
+}
+
+// stringSnap is the snapshot of a key holding a string: its bytes.
+type stringSnap struct {
+	series string
+	raw    []byte
 }
 
 type opKind uint8
@@ -113,6 +120,7 @@ const (
 	opCount opKind = iota
 	opBitmap
 	opChanges
+	opStrings
 	opAdvance
 	opPurge
 	opRestore
@@ -319,12 +327,23 @@ func (h *History) RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap,
 	h.enqueue(op{kind: opBitmap, ts: ts, series: seriesName(db, key), bm: bm, byteLen: byteLen, flips: flips, since: since}, size)
 }
 
-// RecordString records the key's whole bitmap as of boundary ts: the set
-// bits of the string raw, read as bitstr.Bitmap does by the writer, away
-// from the caller. The History owns raw from then on.
-func (h *History) RecordString(ts int64, db int, key string, raw []byte) {
-	if len(key) <= maxKeyLen {
-		h.enqueue(op{kind: opBitmap, ts: ts, series: seriesName(db, key), raw: raw, byteLen: uint64(len(raw))}, 64+int64(len(raw)))
+// RecordStrings records, as of boundary ts, the whole bitmaps of keys of
+// database db that hold strings: keys[i]'s are the set bits of raws[i],
+// read as bitstr.Bitmap does by the writer, away from the caller. The
+// History owns raws from then on. The keys are queued together, so a
+// boundary at which many small keys changed costs the caller little more
+// than their copies.
+func (h *History) RecordStrings(ts int64, db int, keys []string, raws [][]byte) {
+	snaps := make([]stringSnap, 0, len(keys))
+	var size int64
+	for i, key := range keys {
+		if len(key) <= maxKeyLen {
+			snaps = append(snaps, stringSnap{seriesName(db, key), raws[i]})
+			size += 64 + int64(len(raws[i]))
+		}
+	}
+	if len(snaps) > 0 {
+		h.enqueue(op{kind: opStrings, ts: ts, strings: snaps}, size)
 	}
 }
 
@@ -391,11 +410,16 @@ func (h *History) enqueue(o op, size int64) bool {
 		return false
 	}
 	switch o.kind {
-	case opBitmap:
+	case opBitmap, opStrings:
 		if q.lastSnap == nil {
 			q.lastSnap = map[string]queuedSnap{}
 		}
-		q.lastSnap[o.series] = queuedSnap{ts: o.ts}
+		if o.kind == opBitmap {
+			q.lastSnap[o.series] = queuedSnap{ts: o.ts}
+		}
+		for _, s := range o.strings {
+			q.lastSnap[s.series] = queuedSnap{ts: o.ts}
+		}
 		q.forgetSnaps(o.ts)
 	case opChanges:
 		q.lastSnap[o.series] = queuedSnap{ts: o.ts, changes: q.lastSnap[o.series].changes + 1}

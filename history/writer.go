@@ -257,6 +257,14 @@ func (w *writer) apply(tx *bolt.Tx, o *op, st *batchStats) error {
 		return nil
 	case opPurge:
 		return w.purge(tx, o, st)
+	case opStrings:
+		for _, str := range o.strings {
+			snap := op{kind: opBitmap, ts: o.ts, series: str.series, raw: str.raw, byteLen: uint64(len(str.raw))}
+			if err := w.apply(tx, &snap, st); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	s := w.state(tx, o.series)
 	if o.ts <= s.purged {

@@ -74,10 +74,12 @@ type HistorySink interface {
 	// one at since, or it wants a full one), which the store then gives
 	// it with RecordBitmap.
 	RecordChanges(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64, flips *roaring.Bitmap, since int64) bool
-	// RecordString records the key's whole bitmap as of boundary ts, the
-	// set bits of the string raw (a private copy the sink owns), which
-	// the sink reads as bitstr.Bitmap does, away from the apply path.
-	RecordString(ts int64, db int, key string, raw []byte)
+	// RecordStrings records the whole bitmaps as of boundary ts of keys
+	// of database db that hold strings: keys[i]'s are the set bits of
+	// raws[i] (private copies the sink owns), which the sink reads as
+	// bitstr.Bitmap does, away from the apply path. One call hands over
+	// every such key of a snapshot boundary.
+	RecordStrings(ts int64, db int, keys []string, raws [][]byte)
 	// Advance says every point stamped at or before boundary ts has been
 	// recorded.
 	Advance(ts int64)
@@ -361,13 +363,15 @@ func (s *Store) recordCounts(h *history, b int64) {
 // recordBitmaps records the bitmap of every key changed since its last
 // snapshot at boundary b, as the bits changed since that snapshot when its
 // value followed them and the sink can take them (no copy of the bitmap is
-// shared then, so writes do not copy its containers afterwards), a string
-// as a copy of its bytes (the sink makes their bitmap off the apply path),
-// and empties the snapshot sets.
+// shared then, so writes do not copy its containers afterwards), the
+// strings as copies of their bytes in one call per database (the sink
+// makes their bitmaps off the apply path), and empties the snapshot sets.
 func (s *Store) recordBitmaps(h *history, b int64) {
 	r := &s.mu.rec
 	for db, m := range r.snap {
-		for _, key := range sortedKeys(m) {
+		keys := sortedKeys(m)
+		strKeys, raws := make([]string, 0, len(keys)), make([][]byte, 0, len(keys))
+		for _, key := range keys {
 			flips, since := s.takeChanges(db, key, b)
 			e := s.mu.dbs[db].keys[key]
 			switch {
@@ -376,10 +380,14 @@ func (s *Store) recordBitmaps(h *history, b int64) {
 			case e == nil:
 				h.sink.RecordBitmap(b, db, key, roaring.New(), 0, flips, since)
 			case e.v.bm == nil:
-				h.sink.RecordString(b, db, key, slices.Clone(e.v.raw))
+				strKeys = append(strKeys, key)
+				raws = append(raws, slices.Clone(e.v.raw))
 			default:
 				h.sink.RecordBitmap(b, db, key, share(e.v.bm), uint64(e.v.n), flips, since)
 			}
+		}
+		if len(strKeys) > 0 {
+			h.sink.RecordStrings(b, db, strKeys, raws)
 		}
 		clear(m)
 	}

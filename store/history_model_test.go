@@ -43,7 +43,7 @@ type recordingSink struct {
 	wrongLive     int      // changes whose live bitmap was not the one they make
 	flipsChecked  int      // whole bitmaps given with the changes since the last one
 	wrongFlips    int      // those whose changes do not make them
-	strings       [][]byte // what RecordString received, as received
+	strings       [][]byte // what RecordStrings received, as received
 }
 
 // checkChanges fails t if the store offered changes that do not make the
@@ -82,9 +82,11 @@ func (r *recordingSink) RecordBitmap(ts int64, db int, key string, bm *roaring.B
 	r.last[hmRef{db, key}] = snapAt{ts, bm.Clone()}
 }
 
-func (r *recordingSink) RecordString(ts int64, db int, key string, raw []byte) {
-	r.strings = append(r.strings, raw)
-	r.RecordBitmap(ts, db, key, bitstr.Bitmap(raw), uint64(len(raw)), nil, 0)
+func (r *recordingSink) RecordStrings(ts int64, db int, keys []string, raws [][]byte) {
+	for i, key := range keys {
+		r.strings = append(r.strings, raws[i])
+		r.RecordBitmap(ts, db, key, bitstr.Bitmap(raws[i]), uint64(len(raws[i])), nil, 0)
+	}
 }
 
 func (r *recordingSink) RecordChanges(ts int64, db int, key string, bm *roaring.Bitmap, byteLen uint64, flips *roaring.Bitmap, since int64) bool {

@@ -401,7 +401,7 @@ func (discardSink) Purge(int64, int, string)               {}
 func (discardSink) RecordBitmap(int64, int, string, *roaring.Bitmap, uint64, *roaring.Bitmap, int64) {
 }
 
-func (discardSink) RecordString(int64, int, string, []byte) {}
+func (discardSink) RecordStrings(int64, int, []string, [][]byte) {}
 
 func (discardSink) RecordChanges(int64, int, string, *roaring.Bitmap, uint64, *roaring.Bitmap, int64) bool {
 	return true
