@@ -78,7 +78,7 @@ type HistorySink interface {
 	// of database db that hold strings: keys[i]'s are the set bits of
 	// raws[i] (private copies the sink owns), which the sink reads as
 	// bitstr.Bitmap does, away from the apply path. One call hands over
-	// every such key of a snapshot boundary.
+	// a batch of a snapshot boundary's strings, up to a few MiB of them.
 	RecordStrings(ts int64, db int, keys []string, raws [][]byte)
 	// Advance says every point stamped at or before boundary ts has been
 	// recorded.
@@ -360,17 +360,28 @@ func (s *Store) recordCounts(h *history, b int64) {
 	}
 }
 
+// maxStringBatch bounds the bytes of string copies one RecordStrings call
+// hands over (stringOverhead counted for each string, and the last one
+// whole): a boundary at which many small keys changed makes few calls, and
+// one at which large strings changed does not copy them all before the
+// sink's backpressure can hold the apply path back.
+const (
+	maxStringBatch = 4 << 20
+	stringOverhead = 64
+)
+
 // recordBitmaps records the bitmap of every key changed since its last
 // snapshot at boundary b, as the bits changed since that snapshot when its
 // value followed them and the sink can take them (no copy of the bitmap is
 // shared then, so writes do not copy its containers afterwards), the
-// strings as copies of their bytes in one call per database (the sink
-// makes their bitmaps off the apply path), and empties the snapshot sets.
+// strings as copies of their bytes in batches (the sink makes their bitmaps
+// off the apply path), and empties the snapshot sets.
 func (s *Store) recordBitmaps(h *history, b int64) {
 	r := &s.mu.rec
 	for db, m := range r.snap {
 		keys := sortedKeys(m)
 		strKeys, raws := make([]string, 0, len(keys)), make([][]byte, 0, len(keys))
+		var strBytes int
 		for _, key := range keys {
 			flips, since := s.takeChanges(db, key, b)
 			e := s.mu.dbs[db].keys[key]
@@ -382,6 +393,10 @@ func (s *Store) recordBitmaps(h *history, b int64) {
 			case e.v.bm == nil:
 				strKeys = append(strKeys, key)
 				raws = append(raws, slices.Clone(e.v.raw))
+				if strBytes += stringOverhead + len(e.v.raw); strBytes >= maxStringBatch {
+					h.sink.RecordStrings(b, db, strKeys, raws)
+					strKeys, raws, strBytes = nil, nil, 0
+				}
 			default:
 				h.sink.RecordBitmap(b, db, key, share(e.v.bm), uint64(e.v.n), flips, since)
 			}

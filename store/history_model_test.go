@@ -44,6 +44,7 @@ type recordingSink struct {
 	flipsChecked  int      // whole bitmaps given with the changes since the last one
 	wrongFlips    int      // those whose changes do not make them
 	strings       [][]byte // what RecordStrings received, as received
+	stringBatches []int    // the bytes of each RecordStrings call
 }
 
 // checkChanges fails t if the store offered changes that do not make the
@@ -83,6 +84,11 @@ func (r *recordingSink) RecordBitmap(ts int64, db int, key string, bm *roaring.B
 }
 
 func (r *recordingSink) RecordStrings(ts int64, db int, keys []string, raws [][]byte) {
+	n := 0
+	for _, raw := range raws {
+		n += len(raw)
+	}
+	r.stringBatches = append(r.stringBatches, n)
 	for i, key := range keys {
 		r.strings = append(r.strings, raws[i])
 		r.RecordBitmap(ts, db, key, bitstr.Bitmap(raws[i]), uint64(len(raws[i])), nil, 0)

@@ -119,6 +119,35 @@ advance +300
 `)
 }
 
+// TestHistoryStringBatches records many small strings and a few large
+// ones at one boundary: the small ones go to the sink together, the large
+// ones in batches of at most maxStringBatch bytes (and one string).
+func TestHistoryStringBatches(t *testing.T) {
+	s, sink := histStore(t, HistoryConfig{Interval: 100})
+	const small, large, largeLen = 1000, 5, 3 << 20
+	for i := range small {
+		do(s, testNow+10, fmt.Sprintf("SET s%04d ab", i))
+	}
+	for i := range large {
+		do(s, testNow+10, fmt.Sprintf("SETRANGE l%d %d x", i, largeLen-1))
+	}
+	s.Apply(nil, testNow+100, &Replies{})
+	total := 0
+	for _, n := range sink.stringBatches {
+		if n > maxStringBatch+largeLen {
+			t.Errorf("a batch of %d bytes", n)
+		}
+		total += n
+	}
+	if want := 2*small + large*largeLen; total != want || len(sink.strings) != small+large {
+		t.Fatalf("%d strings of %d bytes in all, want %d of %d", len(sink.strings), total, small+large, want)
+	}
+	// The large strings sort first, two a batch; the last goes with the small ones.
+	if got := len(sink.stringBatches); got != 3 {
+		t.Fatalf("%d batches (%v), want 3", got, sink.stringBatches)
+	}
+}
+
 // TestHistoryKeyPatterns records only the keys the patterns match.
 func TestHistoryKeyPatterns(t *testing.T) {
 	s, sink := histStore(t, HistoryConfig{Interval: 100, Keys: []string{"online:*", "x"}})
