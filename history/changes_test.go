@@ -189,11 +189,15 @@ func TestRecordStrings(t *testing.T) {
 		if _, n, _ := h.BitmapAt(0, "k", ts); n != uint64(len(raw)) {
 			t.Fatalf("a string of %d bytes read back as %d", len(raw), n)
 		}
-		// Changes on top of it.
+		// No changes on top of it (only a bitmap follows its changes), even
+		// when the key's snapshot before was a bitmap: the whole bitmap then.
 		next := roaring.Or(want, roaring.BitmapOf(3, 70000))
-		if !h.RecordChanges(ts+50, 0, "k", next, 70000/8+1, roaring.Xor(want, next), ts) {
-			t.Fatalf("changes on top of a string of %d bytes refused", len(raw))
+		for _, since := range []int64{ts, ts - 50} { // the string, the bitmap before it
+			if h.RecordChanges(ts+50, 0, "k", next, 70000/8+1, roaring.Xor(want, next), since) {
+				t.Fatalf("changes since %d on top of a string of %d bytes taken", since, len(raw))
+			}
 		}
+		h.RecordBitmap(ts+50, 0, "k", next.Clone(), 70000/8+1, nil, 0)
 		h.Advance(ts + 50)
 		if err := h.Sync(); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -386,8 +387,12 @@ func TestSeriesStatesForgotten(t *testing.T) {
 func TestQueuedSnapshotsForgotten(t *testing.T) {
 	h := mustOpen(t, testConfig(t, "100ms:1d"))
 	h.q.maxSnaps = 2 // before the first record, from the goroutine that records
-	h.RecordStrings(t0, 0, []string{"a", "b"}, [][]byte{{1}, {1}})
-	h.RecordStrings(t0+100, 0, []string{"c", "d", "e"}, [][]byte{{1}, {1}, {1}})
+	for _, key := range []string{"a", "b"} {
+		h.RecordBitmap(t0, 0, key, roaring.BitmapOf(1), 1, nil, 0)
+	}
+	for _, key := range []string{"c", "d", "e"} {
+		h.RecordBitmap(t0+100, 0, key, roaring.BitmapOf(1), 1, nil, 0)
+	}
 	for key, since := range map[string]int64{"a": t0, "b": t0, "c": t0 + 100, "d": t0 + 100, "e": t0 + 100} {
 		if takes, want := h.takesChanges(seriesName(0, key), since), since == t0+100; takes != want {
 			t.Errorf("changes to %s since %d taken: %v, want %v", key, since, takes, want)

@@ -102,16 +102,14 @@ type op struct {
 	byteLen uint64
 	flips   *roaring.Bitmap // opChanges, opBitmap (may be nil): the bits changed since the snapshot at since
 	since   int64
-	cards   []byte       // opChanges: the container counts of the bitmap they make
-	strings []stringSnap // opStrings: the snapshots, each an opBitmap of a string
+	cards   []byte // opChanges: the container counts of the bitmap they make
+	// opStrings: the keys of database db, each snapshotted as an opBitmap
+	// of the string raws[i]
+	db      int
+	keys    []string
+	raws    [][]byte
 	restore *restoreReq
 	size    int64 // queue bytes it holds
-}
-
-// stringSnap is the snapshot of a key holding a string: its bytes.
-type stringSnap struct {
-	series string
-	raw    []byte
 }
 
 type opKind uint8
@@ -170,6 +168,21 @@ func (q *queue) forgetSnaps(ts int64) {
 		}
 	}
 	q.snapsKept = 2 * len(q.lastSnap)
+}
+
+// forgetStrings drops the series of keys, of database db, from lastSnap:
+// a string's snapshot is whole, and no changes are ever recorded on top of
+// it (only a bitmap follows its changes, from its own snapshot on), so
+// after it the series takes none until its next RecordBitmap.
+func (q *queue) forgetStrings(db int, keys []string) {
+	if len(q.lastSnap) == 0 {
+		return
+	}
+	var name []byte
+	for _, key := range keys {
+		name = appendSeriesName(name[:0], db, key)
+		delete(q.lastSnap, string(name))
+	}
 }
 
 // queuedSnap is the last snapshot queued for a series.
@@ -332,18 +345,17 @@ func (h *History) RecordBitmap(ts int64, db int, key string, bm *roaring.Bitmap,
 // read as bitstr.Bitmap does by the writer, away from the caller. The
 // History owns raws from then on. The keys are queued together, so a
 // boundary at which many small keys changed costs the caller little more
-// than their copies.
+// than their copies. A string's snapshot is whole, and RecordChanges takes
+// no changes on top of it (nor on top of a snapshot before it): a string
+// does not follow its changes, so the next snapshot of such a key comes
+// whole, through RecordBitmap.
 func (h *History) RecordStrings(ts int64, db int, keys []string, raws [][]byte) {
-	snaps := make([]stringSnap, 0, len(keys))
-	var size int64
-	for i, key := range keys {
-		if len(key) <= maxKeyLen {
-			snaps = append(snaps, stringSnap{seriesName(db, key), raws[i]})
-			size += 64 + int64(len(raws[i]))
-		}
+	size := int64(64 * len(keys))
+	for _, raw := range raws {
+		size += int64(len(raw))
 	}
-	if len(snaps) > 0 {
-		h.enqueue(op{kind: opStrings, ts: ts, strings: snaps}, size)
+	if len(keys) > 0 {
+		h.enqueue(op{kind: opStrings, ts: ts, db: db, keys: keys, raws: raws}, size)
 	}
 }
 
@@ -410,17 +422,14 @@ func (h *History) enqueue(o op, size int64) bool {
 		return false
 	}
 	switch o.kind {
-	case opBitmap, opStrings:
+	case opBitmap:
 		if q.lastSnap == nil {
 			q.lastSnap = map[string]queuedSnap{}
 		}
-		if o.kind == opBitmap {
-			q.lastSnap[o.series] = queuedSnap{ts: o.ts}
-		}
-		for _, s := range o.strings {
-			q.lastSnap[s.series] = queuedSnap{ts: o.ts}
-		}
+		q.lastSnap[o.series] = queuedSnap{ts: o.ts}
 		q.forgetSnaps(o.ts)
+	case opStrings:
+		q.forgetStrings(o.db, o.keys)
 	case opChanges:
 		q.lastSnap[o.series] = queuedSnap{ts: o.ts, changes: q.lastSnap[o.series].changes + 1}
 		q.forgetSnaps(o.ts)
@@ -528,6 +537,11 @@ func seriesName(db int, key string) string {
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], uint32(db))
 	return string(b[:]) + key
+}
+
+// appendSeriesName appends the series name of key in database db to b.
+func appendSeriesName(b []byte, db int, key string) []byte {
+	return append(binary.BigEndian.AppendUint32(b, uint32(db)), key...)
 }
 
 func putU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

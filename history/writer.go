@@ -258,8 +258,12 @@ func (w *writer) apply(tx *bolt.Tx, o *op, st *batchStats) error {
 	case opPurge:
 		return w.purge(tx, o, st)
 	case opStrings:
-		for _, str := range o.strings {
-			snap := op{kind: opBitmap, ts: o.ts, series: str.series, raw: str.raw, byteLen: uint64(len(str.raw))}
+		for i, key := range o.keys {
+			if len(key) > maxKeyLen {
+				continue
+			}
+			raw := o.raws[i]
+			snap := op{kind: opBitmap, ts: o.ts, series: seriesName(o.db, key), raw: raw, byteLen: uint64(len(raw))}
 			if err := w.apply(tx, &snap, st); err != nil {
 				return err
 			}
