@@ -52,11 +52,11 @@ func (v *value) changed(off uint32) {
 	}
 }
 
-// takeChanges returns the bits of key in database db that changed since
-// its last snapshot, and that snapshot's boundary, when its value followed
-// them (else nil); it starts following them anew from boundary b.
-func (s *Store) takeChanges(db int, key string, b int64) (*roaring.Bitmap, int64) {
-	e := s.mu.dbs[db].keys[key]
+// takeChanges returns the bits of e, key's entry in database db (nil when
+// the key is absent), that changed since its last snapshot, and that
+// snapshot's boundary, when its value followed them (else nil); it starts
+// following them anew from boundary b.
+func takeChanges(e *entry, db int, key string, b int64) (*roaring.Bitmap, int64) {
 	if e == nil || e.v.bm == nil {
 		return nil, 0
 	}

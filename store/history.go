@@ -2,9 +2,11 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -379,33 +381,97 @@ const (
 func (s *Store) recordBitmaps(h *history, b int64) {
 	r := &s.mu.rec
 	for db, m := range r.snap {
-		keys := sortedKeys(m)
-		strKeys, raws := make([]string, 0, len(keys)), make([][]byte, 0, len(keys))
-		var strBytes int
-		for _, key := range keys {
-			flips, since := s.takeChanges(db, key, b)
-			e := s.mu.dbs[db].keys[key]
+		keys := changedKeys(s.mu.dbs[db], m)
+		var strs stringBatch
+		for i, k := range keys {
+			key, e := k.key, k.e
+			flips, since := takeChanges(e, db, key, b)
 			switch {
 			case flips != nil && h.sink.RecordChanges(b, db, key, e.v.bm, uint64(e.v.n), flips, since):
 				// recorded as its changes
 			case e == nil:
 				h.sink.RecordBitmap(b, db, key, roaring.New(), 0, flips, since)
 			case e.v.bm == nil:
-				strKeys = append(strKeys, key)
-				raws = append(raws, slices.Clone(e.v.raw))
-				if strBytes += stringOverhead + len(e.v.raw); strBytes >= maxStringBatch {
-					h.sink.RecordStrings(b, db, strKeys, raws)
-					strKeys, raws, strBytes = nil, nil, 0
+				if strs.add(key, e.v.raw, len(keys)-i) {
+					strs.flush(h.sink, b, db)
 				}
 			default:
 				h.sink.RecordBitmap(b, db, key, share(e.v.bm), uint64(e.v.n), flips, since)
 			}
 		}
-		if len(strKeys) > 0 {
-			h.sink.RecordStrings(b, db, strKeys, raws)
-		}
+		strs.flush(h.sink, b, db)
 		clear(m)
 	}
+}
+
+// changedKey is a key changed since its last snapshot, with its entry
+// (nil when the key is gone) and its hash (keyHash).
+type changedKey struct {
+	hash uint64
+	key  string
+	e    *entry
+}
+
+// changedKeys returns the keys of m, in database d, in (hash, key) order:
+// the same on every replica, so that every replica makes the same calls in
+// the same order, and quicker to sort than the keys' bytes, which lie all
+// over the heap.
+func changedKeys(d *db, m map[string]struct{}) []changedKey {
+	keys := make([]changedKey, 0, len(m))
+	for key := range m {
+		k := changedKey{key: key, e: d.keys[key]}
+		if k.e != nil {
+			k.hash = k.e.hash
+		} else {
+			k.hash = keyHash(key)
+		}
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b changedKey) int {
+		if c := cmp.Compare(a.hash, b.hash); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	return keys
+}
+
+// stringBatch gathers strings of a snapshot boundary for one RecordStrings
+// call: their keys and live values, which flush copies into one buffer.
+type stringBatch struct {
+	keys  []string
+	raws  [][]byte
+	bytes int // stringOverhead for each string, plus their lengths
+}
+
+// add adds key, holding raw, and reports whether the batch is full; room
+// is the most strings the boundary may still add, which sizes a new
+// batch.
+func (sb *stringBatch) add(key string, raw []byte, room int) bool {
+	if sb.keys == nil {
+		n := min(room, maxStringBatch/stringOverhead)
+		sb.keys, sb.raws = make([]string, 0, n), make([][]byte, 0, n)
+	}
+	sb.keys = append(sb.keys, key)
+	sb.raws = append(sb.raws, raw)
+	sb.bytes += stringOverhead + len(raw)
+	return sb.bytes >= maxStringBatch
+}
+
+// flush hands the batch to sink as database db's strings at boundary b,
+// with copies of their values in one buffer (one allocation, not one a
+// string, in the apply path), and empties the batch.
+func (sb *stringBatch) flush(sink HistorySink, b int64, db int) {
+	if len(sb.keys) == 0 {
+		return
+	}
+	buf := make([]byte, 0, sb.bytes-stringOverhead*len(sb.keys))
+	for i, raw := range sb.raws {
+		buf = append(buf, raw...)
+		sb.raws[i] = buf[len(buf)-len(raw) : len(buf) : len(buf)]
+	}
+	sink.RecordStrings(b, db, sb.keys, sb.raws)
+	*sb = stringBatch{}
 }
 
 // sortedKeys returns the keys of m in order, so that every replica makes

@@ -142,7 +142,7 @@ func TestHistoryStringBatches(t *testing.T) {
 	if want := 2*small + large*largeLen; total != want || len(sink.strings) != small+large {
 		t.Fatalf("%d strings of %d bytes in all, want %d of %d", len(sink.strings), total, small+large, want)
 	}
-	// The large strings sort first, two a batch; the last goes with the small ones.
+	// Two large strings fill a batch, wherever the small ones fall.
 	if got := len(sink.stringBatches); got != 3 {
 		t.Fatalf("%d batches (%v), want 3", got, sink.stringBatches)
 	}
@@ -158,8 +158,8 @@ func TestHistoryKeyPatterns(t *testing.T) {
 	checkCalls(t, sink, `
 count +100 0 online:1 1
 count +100 0 x 1
-bitmap +100 0 online:1 [0] 1
 bitmap +100 0 x [0] 1
+bitmap +100 0 online:1 [0] 1
 advance +100
 `)
 }
