@@ -139,8 +139,9 @@ type queue struct {
 	// compacting is true while a compaction pass has series left.
 	compacting bool
 	// lastSnap is each series' last snapshot queued since the last purge
-	// of the series and the last restore: an opChanges is queued only on
-	// top of it. See forgetSnaps.
+	// of the series and the last restore, unless that was a string's: an
+	// opChanges is queued only on top of it. See forgetSnaps and
+	// forgetStrings.
 	lastSnap map[string]queuedSnap
 	// snapsKept is the size of lastSnap above which forgetSnaps runs, when
 	// more than maxSnaps (maxQueuedSnaps but in tests).
