@@ -535,9 +535,8 @@ func damaged(path string, r any) error {
 
 // seriesName names the series of key in db: 4 big-endian bytes of db, then the key.
 func seriesName(db int, key string) string {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], uint32(db))
-	return string(b[:]) + key
+	var b [64]byte
+	return string(appendSeriesName(b[:0], db, key))
 }
 
 // appendSeriesName appends the series name of key in database db to b.
